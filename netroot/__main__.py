@@ -1,0 +1,3 @@
+from netroot.cli.main import main
+
+main()

@@ -1,0 +1,1 @@
+"""The typer app: thin commands that parse, call a service and render."""

@@ -1,0 +1,261 @@
+"""The inventory: one standard Ansible YAML inventory, validated on load (pure, no I/O but reading)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from netroot.errors import UsageError
+from netroot.paths import lab_inventory
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+MAC_RE = re.compile(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
+VERSION_RE = re.compile(r"^[0-9a-f]{12,64}$")
+BACKENDS = ("kernel", "ganesha")
+
+
+class InventoryError(UsageError):
+    """A bad inventory: names the file, host, field and what was expected."""
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    vars: Mapping[str, Any]
+    groups: frozenset[str]
+
+    @property
+    def ssh_host(self) -> str:
+        return str(self.vars.get("ansible_host", self.name))
+
+    @property
+    def ssh_port(self) -> int:
+        return int(self.vars.get("ansible_port", 22))
+
+    @property
+    def ssh_user(self) -> str:
+        return str(self.vars.get("ansible_user", "root"))
+
+    @property
+    def ssh_key(self) -> str | None:
+        key = self.vars.get("ansible_ssh_private_key_file")
+        return str(key) if key else None
+
+
+@dataclass(frozen=True)
+class Board:
+    """A board's netroot view: where it is and what it should run."""
+
+    host: Host
+    address: str  # the address the NFS server sees (exports are limited to it)
+    image: str
+    version: str | None  # pinned version id, if any
+    qpu: bool  # a VideoCore IV is expected (Pi 3B)
+    mac: str | None
+    serial: str | None
+
+    @property
+    def name(self) -> str:
+        return self.host.name
+
+
+@dataclass(frozen=True)
+class NfsServer:
+    host: Host
+    export_root: str
+    backend: str
+    address: str  # the address boards mount from
+
+    @property
+    def name(self) -> str:
+        return self.host.name
+
+
+@dataclass(frozen=True)
+class Inventory:
+    path: Path
+    hosts: Mapping[str, Host]
+    groups: Mapping[str, frozenset[str]]
+    boards: Mapping[str, Board] = field(default_factory=dict)
+    servers: Mapping[str, NfsServer] = field(default_factory=dict)
+
+    def resolve(self, targets: list[str]) -> list[Board]:
+        """Boards named by host or group names, in inventory order; unknown names are errors."""
+        picked: list[str] = []
+        for target in targets:
+            if target in self.boards:
+                names = [target]
+            elif target in self.groups:
+                names = [h for h in self.boards if h in self.groups[target]]
+                if not names:
+                    raise UsageError(f"group {target!r} has no boards", f"see {self.path}")
+            else:
+                raise UsageError(
+                    f"no board or group named {target!r} in {self.path}",
+                    "known boards: " + (", ".join(self.boards) or "none"),
+                )
+            picked.extend(n for n in names if n not in picked)
+        return [self.boards[n] for n in picked]
+
+    @property
+    def server(self) -> NfsServer:
+        if not self.servers:
+            raise InventoryError(f"{self.path}: no host in group nfs_servers")
+        return next(iter(self.servers.values()))
+
+
+def default_path() -> Path:
+    """`NETROOT_INVENTORY`, else the virtual lab's inventory."""
+    env = os.environ.get("NETROOT_INVENTORY")
+    return Path(env) if env else lab_inventory()
+
+
+def load(path: Path | None = None) -> Inventory:
+    """Read and validate an inventory file."""
+    path = path or default_path()
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise UsageError(
+            f"inventory {path} not found",
+            "pass -i FILE, set NETROOT_INVENTORY, or start the virtual lab with `netroot lab up`",
+        ) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InventoryError(f"{path}: not valid YAML: {exc}".splitlines()[0]) from None
+    return parse(data, path)
+
+
+def _walk(
+    name: str,
+    node: Any,
+    inherited: dict[str, Any],
+    path: Path,
+    hosts: dict[str, dict[str, Any]],
+    host_groups: dict[str, set[str]],
+    groups: dict[str, set[str]],
+    lineage: tuple[str, ...],
+) -> None:
+    if node is None:
+        node = {}
+    if not isinstance(node, dict):
+        raise InventoryError(f"{path}: group {name!r} must be a mapping")
+    gvars = node.get("vars") or {}
+    if not isinstance(gvars, dict):
+        raise InventoryError(f"{path}: group {name!r}: 'vars' must be a mapping")
+    merged = {**inherited, **gvars}
+    members = groups.setdefault(name, set())
+    for hname, hvars in (node.get("hosts") or {}).items():
+        hname = str(hname)
+        if hvars is not None and not isinstance(hvars, dict):
+            raise InventoryError(f"{path}: host {hname!r}: vars must be a mapping")
+        current = hosts.setdefault(hname, {})
+        hosts[hname] = {**merged, **current, **(hvars or {})}
+        for g in (*lineage, name):
+            host_groups.setdefault(hname, set()).add(g)
+            groups.setdefault(g, set()).add(hname)
+        members.add(hname)
+    for cname, child in (node.get("children") or {}).items():
+        _walk(str(cname), child, merged, path, hosts, host_groups, groups, (*lineage, name))
+
+
+def _field(host: str, key: str, expected: str, value: Any, path: Path) -> InventoryError:
+    return InventoryError(f"{path}: host {host}: {key} = {value!r}: expected {expected}")
+
+
+def parse(data: Any, path: Path) -> Inventory:
+    """Validate parsed YAML into an Inventory; every error names host, field and expectation."""
+    if not isinstance(data, dict) or "all" not in data:
+        raise InventoryError(f"{path}: expected an Ansible YAML inventory with a top-level 'all'")
+    hosts: dict[str, dict[str, Any]] = {}
+    host_groups: dict[str, set[str]] = {}
+    groups: dict[str, set[str]] = {}
+    _walk("all", data["all"], {}, path, hosts, host_groups, groups, ())
+    host_objs = {
+        n: Host(n, v, frozenset(host_groups.get(n, set()))) for n, v in hosts.items()
+    }
+    boards = {
+        n: _board(h, path) for n, h in host_objs.items() if "boards" in h.groups
+    }
+    servers = {
+        n: _server(h, path) for n, h in host_objs.items() if "nfs_servers" in h.groups
+    }
+    _check_unique_addresses(boards, path)
+    return Inventory(
+        path=path,
+        hosts=host_objs,
+        groups={g: frozenset(m) for g, m in groups.items()},
+        boards=boards,
+        servers=servers,
+    )
+
+
+def _address(host: Host, key: str, path: Path) -> str:
+    value = host.vars.get(key, host.vars.get("ansible_host"))
+    try:
+        return str(ipaddress.ip_address(str(value)))
+    except ValueError:
+        raise _field(host.name, key, "an IP address (exports are limited to it)", value, path)
+
+
+def _board(host: Host, path: Path) -> Board:
+    if not NAME_RE.match(host.name):
+        raise _field(host.name, "name", "lowercase letters, digits, '.', '_' or '-'", host.name, path)
+    image = host.vars.get("netroot_image", "raspbian")
+    if not isinstance(image, str) or not NAME_RE.match(image):
+        raise _field(host.name, "netroot_image", "an export name like 'raspbian'", image, path)
+    version = host.vars.get("netroot_version")
+    if version is not None and (not isinstance(version, str) or not VERSION_RE.match(version)):
+        raise _field(host.name, "netroot_version", "a version id (hex) or nothing", version, path)
+    qpu = host.vars.get("netroot_qpu", False)
+    if not isinstance(qpu, bool):
+        raise _field(host.name, "netroot_qpu", "true or false", qpu, path)
+    mac = host.vars.get("netroot_mac")
+    if mac is not None and (not isinstance(mac, str) or not MAC_RE.match(mac.lower())):
+        raise _field(host.name, "netroot_mac", "a MAC like b8:27:eb:12:34:56", mac, path)
+    serial = host.vars.get("netroot_serial")
+    if serial is not None and not re.fullmatch(r"[0-9a-fA-F]{8}", str(serial)):
+        raise _field(host.name, "netroot_serial", "8 hex digits", serial, path)
+    return Board(
+        host=host,
+        address=_address(host, "netroot_address", path),
+        image=image,
+        version=version,
+        qpu=qpu,
+        mac=mac.lower() if isinstance(mac, str) else None,
+        serial=str(serial).lower() if serial is not None else None,
+    )
+
+
+def _server(host: Host, path: Path) -> NfsServer:
+    root = host.vars.get("netroot_export_root", "/srv/netroot")
+    if not isinstance(root, str) or not root.startswith("/") or ".." in root.split("/"):
+        raise _field(host.name, "netroot_export_root", "an absolute path", root, path)
+    backend = host.vars.get("netroot_nfs_backend", "kernel")
+    if backend not in BACKENDS:
+        raise _field(host.name, "netroot_nfs_backend", " or ".join(BACKENDS), backend, path)
+    return NfsServer(
+        host=host,
+        export_root=root.rstrip("/") or "/",
+        backend=str(backend),
+        address=_address(host, "netroot_nfs_address", path),
+    )
+
+
+def _check_unique_addresses(boards: Mapping[str, Board], path: Path) -> None:
+    seen: dict[str, str] = {}
+    for board in boards.values():
+        other = seen.setdefault(board.address, board.name)
+        if other != board.name:
+            raise InventoryError(
+                f"{path}: host {board.name}: netroot_address {board.address} is also {other}'s",
+                "each board needs its own address",
+            )
