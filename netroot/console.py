@@ -42,9 +42,7 @@ class Output:
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
         sys.stdout.flush()
 
-    def table(
-        self, title: str, columns: Sequence[str], rows: Iterable[Sequence[object]]
-    ) -> None:
+    def table(self, title: str, columns: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
         table = Table(title=title, title_justify="left")
         for col in columns:
             table.add_column(col)

@@ -1,4 +1,4 @@
-"""The inventory: one standard Ansible YAML inventory, validated on load (pure, no I/O but reading)."""
+"""The inventory: one standard Ansible YAML inventory, validated on load (pure but for reading)."""
 
 from __future__ import annotations
 
@@ -179,15 +179,9 @@ def parse(data: Any, path: Path) -> Inventory:
     host_groups: dict[str, set[str]] = {}
     groups: dict[str, set[str]] = {}
     _walk("all", data["all"], {}, path, hosts, host_groups, groups, ())
-    host_objs = {
-        n: Host(n, v, frozenset(host_groups.get(n, set()))) for n, v in hosts.items()
-    }
-    boards = {
-        n: _board(h, path) for n, h in host_objs.items() if "boards" in h.groups
-    }
-    servers = {
-        n: _server(h, path) for n, h in host_objs.items() if "nfs_servers" in h.groups
-    }
+    host_objs = {n: Host(n, v, frozenset(host_groups.get(n, set()))) for n, v in hosts.items()}
+    boards = {n: _board(h, path) for n, h in host_objs.items() if "boards" in h.groups}
+    servers = {n: _server(h, path) for n, h in host_objs.items() if "nfs_servers" in h.groups}
     _check_unique_addresses(boards, path)
     return Inventory(
         path=path,
@@ -203,12 +197,15 @@ def _address(host: Host, key: str, path: Path) -> str:
     try:
         return str(ipaddress.ip_address(str(value)))
     except ValueError:
-        raise _field(host.name, key, "an IP address (exports are limited to it)", value, path)
+        raise _field(
+            host.name, key, "an IP address (exports are limited to it)", value, path
+        ) from None
 
 
 def _board(host: Host, path: Path) -> Board:
     if not NAME_RE.match(host.name):
-        raise _field(host.name, "name", "lowercase letters, digits, '.', '_' or '-'", host.name, path)
+        expected = "lowercase letters, digits, '.', '_' or '-'"
+        raise _field(host.name, "name", expected, host.name, path)
     image = host.vars.get("netroot_image", "raspbian")
     if not isinstance(image, str) or not NAME_RE.match(image):
         raise _field(host.name, "netroot_image", "an export name like 'raspbian'", image, path)
