@@ -11,7 +11,7 @@ import typer
 from netroot import __version__
 from netroot.cli.context import AppContext
 from netroot.console import Output
-from netroot.errors import EXIT_CODES_HELP, Exit, NetrootError
+from netroot.errors import EXIT_CODES_HELP, NetrootError
 
 app = typer.Typer(
     name="netroot",
@@ -63,30 +63,13 @@ def _register() -> None:
 
 
 def main() -> None:
-    """Run the CLI; NetrootError becomes one red line, a hint, and its exit code."""
-    _register()
-    out = Output()
-    try:
-        rc = app(standalone_mode=False)
-        if isinstance(rc, int) and rc:
-            sys.exit(rc)
-    except NetrootError as exc:
-        out.error(exc.message, exc.hint)
-        sys.exit(int(exc.code))
-    except KeyboardInterrupt:
-        out.error("interrupted")
-        sys.exit(int(Exit.INTERRUPTED))
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except SystemExit:
-        raise
-    except Exception as exc:  # click usage errors and friends
-        import click
+    """Run the CLI; NetrootError becomes one red line, a hint, and its exit code.
 
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(int(Exit.USAGE))
-        if isinstance(exc, click.exceptions.Abort):
-            out.error("aborted")
-            sys.exit(int(Exit.INTERRUPTED))
-        raise
+    Usage errors exit 2 and Ctrl-C exits 130 (typer's standalone mode does both).
+    """
+    _register()
+    try:
+        app()
+    except NetrootError as exc:
+        Output().error(exc.message, exc.hint)
+        sys.exit(int(exc.code))

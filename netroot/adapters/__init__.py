@@ -1,0 +1,1 @@
+"""Side-effecting adapters: docker, ssh, ansible, nfs, lab. One narrow module each."""
