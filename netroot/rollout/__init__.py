@@ -1,0 +1,1 @@
+"""Lab-wide rollout: planning (pure), recorded state, and the engine that drives it."""

@@ -1,0 +1,127 @@
+"""Rollout planning: canary, batches, failure budget, and the decision after each batch (pure)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from netroot.errors import UsageError
+
+_COUNT_RE = re.compile(r"^(\d+)(%?)$")
+
+
+@dataclass(frozen=True)
+class Count:
+    """A number of boards, absolute ('2') or relative ('25%')."""
+
+    value: int
+    percent: bool
+
+    @classmethod
+    def parse(cls, text: str, option: str) -> Count:
+        m = _COUNT_RE.match(text.strip())
+        if not m or (m.group(2) and int(m.group(1)) > 100):
+            raise UsageError(f"{option} {text!r}: expected a count like 2 or a percentage like 25%")
+        return cls(int(m.group(1)), bool(m.group(2)))
+
+    def of(self, total: int, at_least: int = 0) -> int:
+        n = math.ceil(total * self.value / 100) if self.percent else self.value
+        return max(at_least, min(n, total))
+
+    def __str__(self) -> str:
+        return f"{self.value}{'%' if self.percent else ''}"
+
+
+@dataclass(frozen=True)
+class Step:
+    board: str
+    from_version: str | None
+    to_version: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    to_version: str
+    batches: tuple[tuple[Step, ...], ...]  # batches[0] is the canary batch when canary > 0
+    canary: int
+    max_failures: int  # failures tolerated; one more stops the rollout
+    stagger: float  # seconds between boards' remounts inside a batch
+    unchanged: tuple[str, ...] = field(default=())  # boards already on to_version
+
+    @property
+    def boards(self) -> list[str]:
+        return [s.board for b in self.batches for s in b]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "to_version": self.to_version,
+            "canary": self.canary,
+            "max_failures": self.max_failures,
+            "stagger": self.stagger,
+            "unchanged": list(self.unchanged),
+            "batches": [
+                [{"board": s.board, "from": s.from_version, "to": s.to_version} for s in b]
+                for b in self.batches
+            ],
+        }
+
+
+def make_plan(
+    boards: Sequence[str],
+    current: Mapping[str, str | None],
+    to_version: str,
+    canary: int = 1,
+    batch: Count = Count(1, False),
+    max_fail: Count = Count(0, False),
+    stagger: float = 0.0,
+) -> Plan:
+    """Split the boards that need the new version into a canary batch then batches."""
+    if canary < 0:
+        raise UsageError(f"--canary {canary}: expected 0 or more")
+    if stagger < 0:
+        raise UsageError(f"--stagger {stagger}: expected seconds >= 0")
+    todo = [b for b in boards if current.get(b) != to_version]
+    unchanged = tuple(b for b in boards if current.get(b) == to_version)
+    steps = [Step(b, current.get(b), to_version) for b in todo]
+    batches: list[tuple[Step, ...]] = []
+    n_canary = min(canary, len(steps))
+    if n_canary:
+        batches.append(tuple(steps[:n_canary]))
+    rest = steps[n_canary:]
+    size = batch.of(len(rest), at_least=1) if rest else 1
+    batches.extend(tuple(rest[i : i + size]) for i in range(0, len(rest), size))
+    return Plan(
+        to_version=to_version,
+        batches=tuple(batches),
+        canary=n_canary,
+        max_failures=max_fail.of(len(steps)),
+        stagger=stagger,
+        unchanged=unchanged,
+    )
+
+
+@dataclass(frozen=True)
+class Decision:
+    go_on: bool
+    reason: str
+
+
+def after_batch(plan: Plan, batch_index: int, failed: int, canary_verified: int) -> Decision:
+    """Whether to start the next batch, given the failures so far.
+
+    A board that is unreachable (powered off) is reported but does not spend the budget: it
+    never ran the new version. The canary batch must verify at least one board, though.
+    """
+    spent = failed
+    if plan.canary and batch_index == 0:
+        if spent:
+            return Decision(False, f"canary failed ({spent} of {plan.canary})")
+        if canary_verified == 0:
+            return Decision(False, "no canary board could be reached to verify the version")
+    if spent > plan.max_failures:
+        return Decision(False, f"failure budget spent: {spent} failed, {plan.max_failures} allowed")
+    if batch_index + 1 >= len(plan.batches):
+        return Decision(False, "all batches done")
+    return Decision(True, f"{spent} failed of {plan.max_failures} allowed")

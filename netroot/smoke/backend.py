@@ -1,0 +1,53 @@
+"""A testinfra backend that runs every command inside a board's netroot chroot over SSH.
+
+Host keys are checked against the inventory's known_hosts (testinfra's own paramiko backend
+auto-accepts unknown keys, which netroot does not allow). Use it from plain pytest as
+`pytest -p netroot.smoke.plugin --hosts='netroot://pi-01?ansible_inventory=INV' CHECKS...`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from testinfra.backend import base
+
+from netroot import inventory as inventory_mod
+from netroot.adapters.ssh import Result, Session
+from netroot.inventory import Board
+from netroot.sshtarget import target_for
+
+CHROOT = "/usr/local/sbin/netroot-chroot"
+
+
+def chroot_command(command: str) -> str:
+    """The board-side command line that runs `command` (a shell string) inside the chroot."""
+    return f"{CHROOT} /bin/sh -c {shlex.quote(command)}"
+
+
+class NetrootBackend(base.BaseBackend):  # type: ignore[misc]
+    NAME = "netroot"
+
+    def __init__(self, hostname: str, *args: Any, **kwargs: Any) -> None:
+        inv_path = kwargs.pop("ansible_inventory", None)
+        super().__init__(hostname, *args, **kwargs)
+        from pathlib import Path
+
+        inv = inventory_mod.load(Path(inv_path) if inv_path else None)
+        self.board: Board = inv.resolve([hostname])[0]
+        self.session = Session(target_for(self.board.host))
+
+    def run(self, command: str, *args: str, **kwargs: Any) -> base.CommandResult:
+        cmd = self.get_command(command, *args)
+        res = self.session.run(chroot_command(cmd), timeout=120)
+        return self.result(res.rc, self.encode(cmd), res.stdout, res.stderr)
+
+    def run_on_board(self, command: str) -> Result:
+        """Run a command on the board itself, outside the chroot (for mount/identity checks)."""
+        return self.session.run(command, timeout=120)
+
+    def get_hostname(self) -> str:
+        return self.board.name
+
+    def get_pytest_id(self) -> str:
+        return self.board.name

@@ -1,0 +1,111 @@
+"""pytest plugin: the `netroot://` testinfra backend, board-level fixtures, a results file.
+
+Loaded by `netroot smoke`, or by hand: `pytest -p netroot.smoke.plugin --hosts=netroot://pi-01`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import testinfra.backend
+
+from netroot.adapters.ssh import Result
+
+testinfra.backend.BACKENDS.setdefault("netroot", "netroot.smoke.backend.NetrootBackend")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("netroot")
+    group.addoption(
+        "--netroot-expected",
+        default=None,
+        help="JSON file {board: {version, tree_hash}} of what each board should run",
+    )
+    group.addoption(
+        "--netroot-results", default=None, help="write per-board, per-check results as JSON"
+    )
+
+
+class BoardShell:
+    """Commands on the board itself (outside the chroot)."""
+
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+
+    def run(self, command: str) -> Result:
+        result: Result = self._backend.run_on_board(command)
+        return result
+
+
+@pytest.fixture
+def board(host: Any) -> BoardShell:
+    """The board outside its chroot; needs the netroot:// backend."""
+    if not hasattr(host.backend, "run_on_board"):
+        pytest.skip("needs the netroot:// backend (board outside the chroot)")
+    return BoardShell(host.backend)
+
+
+@pytest.fixture
+def expected(request: pytest.FixtureRequest, host: Any) -> dict[str, Any]:
+    """What this board should run, from --netroot-expected (empty when not given)."""
+    path = request.config.getoption("--netroot-expected")
+    if not path:
+        return {}
+    data: dict[str, Any] = json.loads(Path(path).read_text())
+    entry: dict[str, Any] = data.get(host.backend.get_hostname(), {})
+    return entry
+
+
+class _Collector:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.results: list[dict[str, Any]] = []
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, Any, None]:
+        outcome = yield
+        report: pytest.TestReport = outcome.get_result()
+        host = getattr(item, "funcargs", {}).get("host")
+        board = host.backend.get_hostname() if host is not None else "local"
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            message = ""
+            if report.skipped and isinstance(report.longrepr, tuple):
+                message = str(report.longrepr[2])
+            elif report.failed:
+                message = _short(report)
+            name = getattr(item, "originalname", item.name)
+            self.results.append(
+                {
+                    "board": board,
+                    "check": name,
+                    "file": str(item.path.name),
+                    "status": _STATUS[report.outcome],
+                    "message": message.removeprefix("Skipped: "),
+                    "seconds": round(report.duration, 3),
+                }
+            )
+
+    def pytest_sessionfinish(self) -> None:
+        self.path.write_text(json.dumps(self.results, indent=2))
+
+
+_STATUS = {"passed": "pass", "failed": "fail", "skipped": "skip"}
+
+
+def _short(report: pytest.TestReport) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None:
+        return str(crash.message).splitlines()[0][:500]
+    return str(report.longrepr).strip().splitlines()[-1][:500]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = config.getoption("--netroot-results")
+    if path:
+        config.pluginmanager.register(_Collector(Path(path)), "netroot-results")
