@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import pytest
+
+from netroot.errors import UsageError
+from netroot.rollout.plan import Count, after_batch, make_plan
+
+BOARDS = [f"pi-{i:02d}" for i in range(1, 8)]
+
+
+def test_canary_then_batches_skip_boards_already_there() -> None:
+    current: dict[str, str | None] = {b: "old" for b in BOARDS}
+    current["pi-04"] = "new"
+    plan = make_plan(BOARDS, current, "new", canary=1, batch=Count(2, False))
+    sizes = [len(b) for b in plan.batches]
+    assert sizes == [1, 2, 2, 1]
+    assert plan.unchanged == ("pi-04",)
+    assert plan.batches[0][0].board == "pi-01"
+    assert all(s.from_version == "old" for b in plan.batches for s in b)
+    assert "pi-04" not in plan.boards
+
+
+def test_percent_batches_and_budget_round_up() -> None:
+    plan = make_plan(BOARDS, {}, "v", canary=0, batch=Count(50, True), max_fail=Count(20, True))
+    assert [len(b) for b in plan.batches] == [4, 3]
+    assert plan.max_failures == 2  # ceil(7 * 0.2)
+
+
+def test_budget_stops_rollout() -> None:
+    plan = make_plan(BOARDS, {}, "v", canary=1, batch=Count(2, False), max_fail=Count(1, False))
+    assert after_batch(plan, 0, failed=0, canary_verified=1).go_on
+    assert after_batch(plan, 1, failed=1, canary_verified=1).go_on
+    stop = after_batch(plan, 2, failed=2, canary_verified=1)
+    assert not stop.go_on and "budget" in stop.reason
+
+
+def test_canary_failure_or_unverified_canary_stops() -> None:
+    plan = make_plan(BOARDS, {}, "v", canary=2, max_fail=Count(5, False))
+    assert not after_batch(plan, 0, failed=1, canary_verified=1).go_on
+    unverified = after_batch(plan, 0, failed=0, canary_verified=0)
+    assert not unverified.go_on and "canary" in unverified.reason
+
+
+def test_last_batch_ends() -> None:
+    plan = make_plan(BOARDS[:2], {}, "v", canary=1)
+    decision = after_batch(plan, 1, failed=0, canary_verified=1)
+    assert not decision.go_on and decision.reason == "all batches done"
+
+
+@pytest.mark.parametrize("text", ["", "x", "-1", "101%", "2.5"])
+def test_bad_counts(text: str) -> None:
+    with pytest.raises(UsageError, match="--batch"):
+        Count.parse(text, "--batch")
+
+
+def test_counts_parse() -> None:
+    assert Count.parse("25%", "--batch").of(10) == 3
+    assert Count.parse("3", "--batch").of(2) == 2
+    assert Count.parse("0%", "--max-fail").of(10) == 0
