@@ -1,0 +1,131 @@
+"""Run the smoke checks: testinfra inside each board's chroot (a pytest subprocess), then QPU."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from netroot.adapters.ssh import Session, Unreachable
+from netroot.errors import UsageError
+from netroot.inventory import Board, Inventory
+from netroot.smoke.report import BoardReport, CheckResult, SmokeReport
+from netroot.sshtarget import target_for
+
+BUILTIN_CHECKS = Path(__file__).resolve().parent / "checks" / "test_netroot_builtin.py"
+QPU_MODES = ("auto", "require", "skip", "emulate")
+
+QpuRunner = Callable[[Session, Board, str], list[CheckResult]]
+
+
+def _probe(board: Board) -> BoardReport:
+    report = BoardReport(board.name)
+    try:
+        with Session(target_for(board.host)) as session:
+            res = session.run("test -x /usr/local/sbin/netroot-chroot", timeout=60)
+        if res.rc != 0:
+            report.checks.append(
+                CheckResult(
+                    board.name,
+                    "netroot_chroot_installed",
+                    "fail",
+                    f"/usr/local/sbin/netroot-chroot missing: run `netroot provision {board.name}`",
+                )
+            )
+    except Unreachable as exc:
+        report.reachable = False
+        report.error = exc.message
+    return report
+
+
+def _pytest(
+    inv: Inventory,
+    boards: list[Board],
+    checks_dir: Path | None,
+    expected: dict[str, dict[str, Any]],
+    log: Callable[[str], None],
+) -> list[CheckResult]:
+    with tempfile.TemporaryDirectory(prefix="netroot-smoke-") as tmp:
+        tmpdir = Path(tmp)
+        (tmpdir / "expected.json").write_text(json.dumps(expected))
+        (tmpdir / "pytest.ini").write_text("[pytest]\n")
+        results = tmpdir / "results.json"
+        paths = [str(BUILTIN_CHECKS)]
+        if checks_dir is not None:
+            paths.append(str(checks_dir.resolve()))
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "netroot.smoke.plugin",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            str(tmpdir / "pytest.ini"),
+            "--rootdir",
+            str(tmpdir),
+            "-q",
+            "--hosts=" + ",".join(f"netroot://{b.name}" for b in boards),
+            f"--ansible-inventory={inv.path.resolve()}",
+            f"--netroot-expected={tmpdir / 'expected.json'}",
+            f"--netroot-results={results}",
+            *paths,
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        for line in proc.stdout.splitlines()[-15:]:
+            log(line)
+        if proc.returncode not in (0, 1) or not results.exists():
+            tail = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["no output"]
+            raise UsageError(f"the smoke checks could not run: {tail[0]}", "check --checks DIR")
+        rows = json.loads(results.read_text())
+    return [
+        CheckResult(
+            board=r["board"],
+            check=r["check"],
+            status=r["status"],
+            message=r["message"],
+            seconds=r["seconds"],
+            source="builtin" if r["file"] == BUILTIN_CHECKS.name else f"user:{r['file']}",
+        )
+        for r in rows
+    ]
+
+
+def run_smoke(
+    inv: Inventory,
+    boards: list[Board],
+    *,
+    checks_dir: Path | None = None,
+    qpu_mode: str = "auto",
+    expected: dict[str, dict[str, Any]] | None = None,
+    qpu_runner: QpuRunner | None = None,
+    log: Callable[[str], None] = lambda _line: None,
+) -> SmokeReport:
+    """Smoke each board; an unreachable board is reported, the others still run."""
+    if qpu_mode not in QPU_MODES:
+        raise UsageError(f"--qpu {qpu_mode!r}: expected one of {', '.join(QPU_MODES)}")
+    if checks_dir is not None and not checks_dir.is_dir():
+        raise UsageError(f"--checks {checks_dir}: not a directory of testinfra test files")
+    reports = {b.name: _probe(b) for b in boards}
+    ready = [b for b in boards if reports[b.name].status == "pass"]
+    if ready:
+        for result in _pytest(inv, ready, checks_dir, expected or {}, log):
+            reports[result.board].checks.append(result)
+    for board in ready:
+        rep = reports[board.name]
+        mode = "require" if (qpu_mode == "auto" and board.qpu) else qpu_mode
+        rep.qpu_mode = mode
+        if mode == "skip" or qpu_runner is None:
+            continue
+        try:
+            with Session(target_for(board.host)) as session:
+                rep.checks.extend(qpu_runner(session, board, mode))
+        except Unreachable as exc:
+            rep.reachable = False
+            rep.error = exc.message
+    return SmokeReport([reports[b.name] for b in boards])
