@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
+
 import typer
+
+# One line per built command module (netroot/cli/<name>.py with a `register(app)`).
+MODULES = [
+    "status_cmd",
+]
 
 
 def register(app: typer.Typer) -> None:
-    # One line per built command module: `from netroot.cli import X_cmd` + `X_cmd.register(app)`.
-    pass
+    for name in MODULES:
+        importlib.import_module(f"netroot.cli.{name}").register(app)

@@ -1,0 +1,58 @@
+"""`netroot status`: per board, reachable, assigned vs mounted version, last smoke, drift."""
+
+from __future__ import annotations
+
+import time
+
+import typer
+
+from netroot.cli.context import get
+
+
+def _ago(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    secs = int(time.time() - ts)
+    return f"{secs}s ago" if secs < 120 else f"{secs // 60}m ago"
+
+
+def status(
+    ctx: typer.Context,
+    targets: list[str] | None = typer.Argument(None, help="Boards or groups (default: all)."),
+    as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+) -> None:
+    """What each board runs vs. what it should run; exit 1 when any board drifts."""
+    from netroot.rollout.state import load_state
+    from netroot.rollout.status import collect
+
+    app = get(ctx)
+    inv = app.inventory()
+    boards = inv.resolve(targets) if targets else list(inv.boards.values())
+    rows = collect(boards, load_state(inv.path))
+    if as_json:
+        app.out.json({"boards": [r.to_dict() for r in rows]})
+    else:
+        app.out.table(
+            "boards",
+            ["board", "reachable", "should run", "mounted", "last smoke", "phase", "drift"],
+            [
+                [
+                    r.board,
+                    "yes" if r.reachable else "NO",
+                    r.should_run or "-",
+                    r.mounted or "-",
+                    f"{r.last_smoke or '-'} {_ago(r.last_smoke_time)}",
+                    r.phase,
+                    r.drift or "ok",
+                ]
+                for r in rows
+            ],
+        )
+    if any(r.drift for r in rows):
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command(epilog="Exit codes: 0 every board in line, 1 drift or unreachable, 2 bad input.")(
+        status
+    )

@@ -1,0 +1,108 @@
+"""`netroot status`: what each board runs vs. what it should run (facts read over SSH)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from netroot.adapters.ssh import Session, Unreachable
+from netroot.inventory import Board
+from netroot.rollout.state import State
+from netroot.sshtarget import target_for
+
+# One round trip: both files, separated by a marker line (the board may lack either).
+PROBE = (
+    "cat /etc/netroot/assigned 2>/dev/null; echo '--netroot--'; "
+    "cat /run/netroot/mounted 2>/dev/null; true"
+)
+
+
+@dataclass(frozen=True)
+class BoardFacts:
+    assigned: str | None
+    mounted: str | None
+
+
+def parse_probe(text: str) -> BoardFacts:
+    """Parse PROBE's output (pure): first word of each part, or None when empty."""
+    first, _, second = text.partition("--netroot--")
+
+    def word(part: str) -> str | None:
+        words = part.split()
+        return words[0] if words else None
+
+    return BoardFacts(word(first), word(second))
+
+
+@dataclass(frozen=True)
+class BoardStatus:
+    board: str
+    reachable: bool
+    should_run: str | None  # pinned in the inventory, else the rollout's assignment
+    assigned: str | None  # what the board was provisioned with
+    mounted: str | None  # what it actually has mounted
+    last_smoke: str | None
+    last_smoke_time: float | None
+    phase: str
+    drift: str  # "" when in line, else what differs
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _drift(should: str | None, facts: BoardFacts | None) -> str:
+    if facts is None:
+        return "unknown (unreachable)"
+    problems = []
+    if facts.mounted is None:
+        problems.append("nothing mounted")
+    elif facts.assigned and facts.mounted != facts.assigned:
+        problems.append(f"mounted {facts.mounted} but assigned {facts.assigned}")
+    if should and facts.assigned != should:
+        problems.append(f"should run {should}, assigned {facts.assigned}")
+    return "; ".join(problems)
+
+
+def observe(board: Board) -> tuple[BoardFacts | None, str]:
+    try:
+        with Session(target_for(board.host), connect_timeout=10) as session:
+            res = session.run(PROBE, timeout=60)
+        return parse_probe(res.stdout.decode(errors="replace")), ""
+    except Unreachable as exc:
+        return None, exc.message
+
+
+def board_status(
+    boards: list[Board], state: State, observed: Mapping[str, tuple[BoardFacts | None, str]]
+) -> list[BoardStatus]:
+    """Combine inventory, recorded state and observed facts (pure)."""
+    rows = []
+    for board in boards:
+        st = state.boards.get(board.name)
+        facts, error = observed[board.name]
+        should = board.version or (st.assigned if st else None)
+        rows.append(
+            BoardStatus(
+                board=board.name,
+                reachable=facts is not None,
+                should_run=should,
+                assigned=facts.assigned if facts else None,
+                mounted=facts.mounted if facts else None,
+                last_smoke=st.smoke_status if st else None,
+                last_smoke_time=st.smoke_time if st else None,
+                phase=st.phase if st else "idle",
+                drift=_drift(should, facts),
+                error=error,
+            )
+        )
+    return rows
+
+
+def collect(boards: list[Board], state: State) -> list[BoardStatus]:
+    """Observe every board in parallel (SSH round trips are slow on TCG boards)."""
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(boards)))) as pool:
+        facts = dict(zip((b.name for b in boards), pool.map(observe, boards), strict=True))
+    return board_status(boards, state, facts)
