@@ -19,7 +19,9 @@ class Output:
 
     verbosity: int = 0  # -1 quiet, 0 normal, 1+ verbose
     err: Console = field(
-        default_factory=lambda: Console(stderr=True, no_color="NO_COLOR" in os.environ)
+        default_factory=lambda: Console(
+            stderr=True, no_color="NO_COLOR" in os.environ, soft_wrap=True
+        )
     )
     out: Console = field(
         default_factory=lambda: Console(no_color="NO_COLOR" in os.environ, soft_wrap=True)
