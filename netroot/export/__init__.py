@@ -1,0 +1,1 @@
+"""Export: a Docker image or rootfs tar becomes an immutable, verified version in the NFS tree."""

@@ -1,0 +1,196 @@
+"""The export tree's layout, a version's manifest, and the tree hash (pure)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from netroot.errors import UsageError
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+VERSION_RE = re.compile(r"^[0-9a-f]{12,64}$")
+FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """What one path is on disk; equal entries mean identical files (inode metadata incl.)."""
+
+    kind: str  # f d l c b p
+    mode: int  # permission bits incl. setuid/setgid/sticky
+    uid: int
+    gid: int
+    size: int
+    mtime_ns: int
+    data: str = ""  # f: sha256 of content; l: symlink target; c/b: "major:minor"
+    xattrs: tuple[tuple[str, str], ...] = ()  # (name, hex value), sorted
+    group: str = ""  # hard links: the smallest path naming the same inode; "" when alone
+
+    def line(self, path: str) -> bytes:
+        """The canonical line the tree hash is made of."""
+        xattrs = ",".join(f"{k}={v}" for k, v in self.xattrs)
+        text = (
+            f"{path}\0{self.kind}\0{self.mode:o}\0{self.uid}\0{self.gid}\0{self.size}\0"
+            f"{self.mtime_ns}\0{self.data}\0{xattrs}\0{self.group}\n"
+        )
+        return text.encode("utf-8", "surrogateescape")
+
+    def to_json(self) -> list[Any]:
+        return [self.kind, self.mode, self.uid, self.gid, self.size, self.mtime_ns, self.data,
+                dict(self.xattrs), self.group]  # fmt: skip
+
+    @classmethod
+    def from_json(cls, raw: list[Any]) -> Entry:
+        kind, mode, uid, gid, size, mtime_ns, data, xattrs, group = raw
+        return cls(kind, mode, uid, gid, size, mtime_ns, data, tuple(sorted(xattrs.items())), group)
+
+    def same_inode_meta(self, other: Entry) -> bool:
+        """Everything a hard link shares (so reusing the inode keeps the file exact)."""
+        return (self.kind, self.mode, self.uid, self.gid, self.size, self.mtime_ns,
+                self.xattrs) == (other.kind, other.mode, other.uid, other.gid, other.size,
+                                 other.mtime_ns, other.xattrs)  # fmt: skip
+
+
+def xattr_items(xattrs: Mapping[str, bytes]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, v.hex()) for k, v in xattrs.items()))
+
+
+def tree_hash(entries: Mapping[str, Entry]) -> str:
+    """sha256 over the sorted canonical lines: one digest for the whole tree."""
+    h = hashlib.sha256()
+    for path in sorted(entries):
+        h.update(entries[path].line(path))
+    return "sha256:" + h.hexdigest()
+
+
+def diff_entries(expected: Mapping[str, Entry], actual: Mapping[str, Entry]) -> list[str]:
+    """Paths that differ, each with why: 'changed PATH', 'missing PATH', 'extra PATH'."""
+    out: list[str] = []
+    for path in sorted(set(expected) | set(actual)):
+        e, a = expected.get(path), actual.get(path)
+        shown = "/" + path
+        if a is None:
+            out.append(f"missing {shown}")
+        elif e is None:
+            out.append(f"extra {shown}")
+        elif e != a:
+            fields = [f for f in Entry.__slots__ if getattr(e, f) != getattr(a, f)]
+            out.append(f"changed {shown} ({', '.join(fields)})")
+    return out
+
+
+def file_stats(entries: Mapping[str, Entry]) -> tuple[int, int]:
+    """(entries, bytes of regular files), hard links counted once."""
+    size = sum(e.size for p, e in entries.items() if e.kind == "f" and e.group in ("", p))
+    return len(entries), size
+
+
+@dataclass
+class Manifest:
+    """ROOT/NAME/versions/ID.json: what the version is, where it came from, what was changed."""
+
+    version: str
+    name: str
+    source: dict[str, str]  # kind (image|tar|docker-save) and ref
+    image_id: str
+    repo_tags: list[str]
+    created: str
+    architecture: str
+    files: int
+    bytes: int
+    tree_hash: str
+    netroot_version: str
+    exported_at: str
+    leftovers: list[dict[str, str]] = field(default_factory=list)
+    reused_from: str = ""
+    reused_files: int = 0
+    format: int = FORMAT
+    entries: dict[str, Entry] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["entries"] = {p: e.to_json() for p, e in sorted(self.entries.items())}
+        return json.dumps(data, indent=1, sort_keys=True)
+
+    def summary(self) -> dict[str, Any]:
+        """The manifest without its per-path entries (for tables and --json)."""
+        data = asdict(self)
+        del data["entries"]
+        return data
+
+    @classmethod
+    def from_json(cls, text: str) -> Manifest:
+        data = json.loads(text)
+        data["entries"] = {p: Entry.from_json(v) for p, v in data.get("entries", {}).items()}
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def version_id(source_digest: str, options: Iterable[str] = ()) -> str:
+    """Deterministic id from the source's content (image id / tar digest) and export options."""
+    digest = source_digest.split(":", 1)[-1]
+    opts = sorted(options)
+    if not opts and re.fullmatch(r"[0-9a-f]{16,}", digest):
+        return digest[:16]
+    joined = "\n".join([digest, *opts])
+    return hashlib.sha256(joined.encode()).hexdigest()[:16]
+
+
+def check_name(name: str) -> str:
+    if not NAME_RE.match(name):
+        raise UsageError(
+            f"export name {name!r} is not valid",
+            "use lowercase letters, digits, '.', '_' or '-' (pass --name NAME)",
+        )
+    return name
+
+
+def default_name(ref: str) -> str:
+    """The image's repository name (last path part, no tag) or an archive's file stem."""
+    base = ref.rstrip("/").rsplit("/", 1)[-1]
+    if "@" in base:
+        base = base.split("@", 1)[0]
+    base = base.split(":", 1)[0]
+    for suffix in (".tar", ".tgz", ".gz", ".zst", ".xz"):
+        base = base.removesuffix(suffix)
+    return base.lower()
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Paths of one export name under the export root."""
+
+    root: Path
+    name: str
+
+    @property
+    def base(self) -> Path:
+        return self.root / self.name
+
+    @property
+    def versions(self) -> Path:
+        return self.base / "versions"
+
+    @property
+    def current(self) -> Path:
+        return self.base / "current"
+
+    @property
+    def staging(self) -> Path:
+        # Beside versions/ (same filesystem, so rename(2) moves a finished version in).
+        return self.base / ".staging"
+
+    @property
+    def lock(self) -> Path:
+        return self.base / ".lock"
+
+    def version_dir(self, vid: str) -> Path:
+        return self.versions / vid
+
+    def manifest_path(self, vid: str) -> Path:
+        return self.versions / f"{vid}.json"

@@ -1,0 +1,311 @@
+"""Export, list, verify and prune versions in the export tree (crash-safe by renames)."""
+
+from __future__ import annotations
+
+import ctypes
+import datetime as dt
+import errno
+import fcntl
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from netroot import __version__
+from netroot.errors import Exit, NetrootError, UsageError
+from netroot.export import leftovers
+from netroot.export.manifest import (
+    Layout,
+    Manifest,
+    check_name,
+    diff_entries,
+    file_stats,
+    tree_hash,
+    version_id,
+)
+from netroot.export.scan import scan
+from netroot.export.sources import SourceInfo
+from netroot.export.writer import Progress, Reuse, Writer, is_enospc
+
+Apply = Callable[[Writer], None]
+
+
+@dataclass
+class ExportResult:
+    manifest: Manifest
+    noop: bool
+    switched: bool  # current changed
+    pruned: list[str]
+    seconds: float
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _syncfs(path: Path) -> None:
+    """Flush the filesystem holding `path` (one call instead of an fsync per file)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.syncfs(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), str(path))
+    finally:
+        os.close(fd)
+
+
+def _prepare(layout: Layout) -> None:
+    try:
+        layout.versions.mkdir(parents=True, exist_ok=True)
+        layout.staging.mkdir(exist_ok=True)
+        probe = layout.staging / f".probe-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(
+            f"export root {layout.root} is not writable: {exc.strerror}",
+            "pass --root DIR on a writable filesystem (same filesystem the NFS server exports)",
+        ) from None
+
+
+@contextmanager
+def locked(layout: Layout) -> Iterator[None]:
+    """One writer per export name at a time (the lock dies with the process: kill -9 safe)."""
+    fd = os.open(layout.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise NetrootError(
+                f"another netroot process is exporting or pruning {layout.name!r}",
+                "wait for it to finish",
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def clean_stale(layout: Layout) -> list[str]:
+    """Remove what a killed run left: staging dirs and version dirs without a manifest."""
+    removed: list[str] = []
+    for child in layout.staging.iterdir():
+        shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        removed.append(str(child))
+    for child in layout.versions.iterdir():
+        if child.name.endswith(".json.tmp"):
+            child.unlink()
+            removed.append(str(child))
+        elif child.is_dir() and not layout.manifest_path(child.name).exists():
+            shutil.rmtree(child)
+            removed.append(str(child))
+    return removed
+
+
+def read_manifest(layout: Layout, vid: str) -> Manifest:
+    path = layout.manifest_path(vid)
+    try:
+        return Manifest.from_json(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(
+            f"no version {vid!r} of {layout.name!r} under {layout.root}",
+            f"see `netroot versions {layout.name}`",
+        ) from None
+    except (ValueError, TypeError, KeyError) as exc:
+        raise NetrootError(f"{path}: unreadable manifest ({exc})", "", Exit.CHECKS) from None
+
+
+def current_id(layout: Layout) -> str | None:
+    try:
+        target = os.readlink(layout.current)
+    except OSError:
+        return None
+    return Path(target).name
+
+
+def list_versions(layout: Layout) -> list[Manifest]:
+    """Committed versions (a manifest exists), oldest first."""
+    if not layout.versions.is_dir():
+        return []
+    found = [read_manifest(layout, p.name[: -len(".json")])
+             for p in layout.versions.glob("*.json")]  # fmt: skip
+    return sorted(found, key=lambda m: (m.exported_at, m.version))
+
+
+def switch_current(layout: Layout, vid: str) -> bool:
+    """Point `current` at versions/VID with a new symlink renamed over the old one."""
+    if current_id(layout) == vid:
+        return False
+    tmp = layout.base / f".current.{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    os.symlink(f"versions/{vid}", tmp)
+    os.rename(tmp, layout.current)
+    _fsync_dir(layout.base)
+    return True
+
+
+def _commit(layout: Layout, staging: Path, manifest: Manifest) -> None:
+    # The manifest is the commit point: a version dir without one is cleaned as stale.
+    final = layout.version_dir(manifest.version)
+    os.rename(staging, final)
+    _fsync_dir(layout.versions)
+    tmp = layout.versions / f"{manifest.version}.json.tmp"
+    with tmp.open("w") as f:
+        f.write(manifest.to_json())
+        f.flush()
+        os.fsync(f.fileno())
+    os.rename(tmp, layout.manifest_path(manifest.version))
+    _fsync_dir(layout.versions)
+
+
+def export(
+    info: SourceInfo,
+    apply: Apply,
+    root: Path,
+    name: str,
+    *,
+    keep: int | None = None,
+    keep_host_keys: bool = False,
+    protected: set[str] | None = None,
+    progress: Progress | None = None,
+) -> ExportResult:
+    """Write the source as a new verified version and switch `current` to it."""
+    started = dt.datetime.now(dt.UTC)
+    layout = Layout(root, check_name(name))
+    options = [f"kind={info.kind}"] if info.kind != "image" else []
+    if keep_host_keys:
+        options.append("keep-host-keys")
+    vid = version_id(info.digest, options)
+    _prepare(layout)
+    with locked(layout):
+        clean_stale(layout)
+        if layout.manifest_path(vid).exists():
+            manifest = read_manifest(layout, vid)
+            switched = switch_current(layout, vid)
+            return ExportResult(manifest, True, switched, _prune_after(layout, keep, protected), 0)
+        base = current_id(layout)
+        reuse = None
+        if base and layout.manifest_path(base).exists():
+            reuse = Reuse(layout.version_dir(base), read_manifest(layout, base).entries)
+        staging = layout.staging / vid
+        staging.mkdir()
+        try:
+            manifest = _build(info, apply, layout, staging, vid, reuse, keep_host_keys, progress)
+            manifest.reused_from = base or "" if manifest.reused_files else ""
+            _commit(layout, staging, manifest)
+        except BaseException as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            if is_enospc(exc):
+                raise NetrootError(
+                    f"no space left on the export root {root} (while writing {name} {vid})",
+                    "free space or prune old versions (`netroot prune NAME --keep N`); "
+                    "current is unchanged",
+                    Exit.ENVIRONMENT,
+                ) from None
+            if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise UsageError(
+                    f"cannot write under {root}: {exc.strerror} ({exc.filename})",
+                    "run as root on a writable filesystem; current is unchanged",
+                ) from None
+            raise
+        switched = switch_current(layout, vid)
+        pruned = _prune_after(layout, keep, protected)
+    seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
+    return ExportResult(manifest, False, switched, pruned, seconds)
+
+
+def _build(
+    info: SourceInfo,
+    apply: Apply,
+    layout: Layout,
+    staging: Path,
+    vid: str,
+    reuse: Reuse | None,
+    keep_host_keys: bool,
+    progress: Progress | None,
+) -> Manifest:
+    writer = Writer(staging, reuse=reuse, progress=progress)
+    apply(writer)
+    changes = leftovers.handle(writer, keep_host_keys)
+    expected = writer.finish()
+    _syncfs(staging)
+    actual = scan(str(staging))
+    differences = diff_entries(expected, actual)
+    if differences:
+        raise NetrootError(
+            f"written tree differs from the archive at {len(differences)} paths: "
+            + "; ".join(differences[:5]),
+            "this is a bug in netroot or a filesystem that cannot hold the tree "
+            "(xattrs, device nodes, owners); current is unchanged",
+        )
+    files, size = file_stats(actual)
+    return Manifest(
+        version=vid,
+        name=layout.name,
+        source={"kind": info.kind, "ref": info.ref},
+        image_id=info.digest,
+        repo_tags=info.repo_tags,
+        created=info.created,
+        architecture=info.architecture,
+        files=files,
+        bytes=size,
+        tree_hash=tree_hash(actual),
+        netroot_version=__version__,
+        exported_at=dt.datetime.now(dt.UTC).isoformat(timespec="microseconds"),
+        leftovers=changes,
+        reused_files=writer.reused,
+        entries=actual,
+    )
+
+
+def verify(root: Path, name: str, vid: str | None = None) -> tuple[Manifest, list[str]]:
+    """Re-hash a version's tree against its manifest: (manifest, differing paths)."""
+    layout = Layout(root, check_name(name))
+    vid = vid or current_id(layout)
+    if vid is None:
+        raise UsageError(f"{name!r} has no current version under {root}", "export it first")
+    manifest = read_manifest(layout, vid)
+    actual = scan(str(layout.version_dir(vid)))
+    differences = diff_entries(manifest.entries, actual)
+    if not differences and tree_hash(actual) != manifest.tree_hash:
+        differences = [f"tree hash {tree_hash(actual)} != manifest {manifest.tree_hash}"]
+    return manifest, differences
+
+
+def prune(root: Path, name: str, keep: int, protected: set[str]) -> list[str]:
+    """Remove all but the newest `keep` versions; never `current` nor a protected id."""
+    if keep < 1:
+        raise UsageError(f"--keep {keep}: must keep at least 1 version")
+    layout = Layout(root, check_name(name))
+    if not layout.versions.is_dir():
+        return []
+    with locked(layout):
+        return _prune(layout, keep, protected)
+
+
+def _prune_after(layout: Layout, keep: int | None, protected: set[str] | None) -> list[str]:
+    return _prune(layout, keep, protected or set()) if keep else []
+
+
+def _prune(layout: Layout, keep: int, protected: set[str]) -> list[str]:
+    versions = list_versions(layout)
+    spared = {m.version for m in versions[-keep:]} | protected
+    current = current_id(layout)
+    if current:
+        spared.add(current)
+    removed: list[str] = []
+    for m in versions:
+        if m.version in spared:
+            continue
+        # Manifest first: a crash then leaves a stale dir, which the next run removes.
+        layout.manifest_path(m.version).unlink()
+        _fsync_dir(layout.versions)
+        shutil.rmtree(layout.version_dir(m.version), ignore_errors=True)
+        removed.append(m.version)
+    return removed

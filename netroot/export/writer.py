@@ -1,0 +1,254 @@
+"""Write checked tar members into a staging directory with plain os calls.
+
+Every member has passed TreeGuard first, so no parent is a symlink; creation still uses
+O_NOFOLLOW/O_EXCL and never opens an existing file for writing (a reused file is a hard link
+into the previous version and must never be modified in place).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import shutil
+import stat
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any
+
+from netroot.export.manifest import Entry, xattr_items
+from netroot.export.members import S_IFMT_OF, Kind, Member, TreeGuard
+
+CHUNK = 1 << 20
+BUFFER_LIMIT = 32 << 20  # files up to this size are hashed before writing, to allow reuse
+O_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+Progress = Callable[[int, int], None]  # (bytes so far, members so far)
+
+
+@dataclass
+class Reuse:
+    """The previous version: unchanged files become hard links to its inodes."""
+
+    root: Path
+    entries: Mapping[str, Entry]
+
+    def candidate(self, path: str, want: Entry) -> Entry | None:
+        prev = self.entries.get(path)
+        # A file that is a hard link inside the previous version is never shared: its other
+        # names would join the new version's inode group.
+        if prev is None or prev.group or not prev.same_inode_meta(want):
+            return None
+        return prev
+
+
+@dataclass
+class Writer:
+    """Applies members under `root` and records the entry each one should produce."""
+
+    root: Path
+    layered: bool = False
+    reuse: Reuse | None = None
+    progress: Progress | None = None
+    guard: TreeGuard = field(default_factory=TreeGuard)
+    expected: dict[str, Entry] = field(default_factory=dict)
+    inode: dict[str, int] = field(default_factory=dict)  # hard-linked names -> inode group
+    dir_times: dict[str, int] = field(default_factory=dict)
+    bytes_done: int = 0
+    members_done: int = 0
+    reused: int = 0
+
+    def __post_init__(self) -> None:
+        # The root's metadata unless the archive has a root entry ("./").
+        os.chown(self.root, 0, 0)
+        os.chmod(self.root, 0o755)
+        self.expected[""] = Entry("d", 0o755, 0, 0, 0, 0)
+        self.dir_times[""] = 0
+
+    def _abs(self, path: str) -> str:
+        return f"{self.root}/{path}" if path else str(self.root)
+
+    def _clear(self, path: str, kind: Kind) -> None:
+        """Make room for `path`: unlink a non-directory; keep a directory if one is coming."""
+        full = self._abs(path)
+        try:
+            st = os.lstat(full)
+        except FileNotFoundError:
+            return
+        was_dir = stat.S_ISDIR(st.st_mode)
+        if was_dir and kind is Kind.DIR:
+            return
+        if was_dir:
+            shutil.rmtree(full)
+        else:
+            os.unlink(full)
+        self._forget(path, was_dir)
+
+    def _forget(self, path: str, was_dir: bool) -> None:
+        tables: tuple[dict[str, Any], ...] = (self.expected, self.inode, self.dir_times)
+        for table in tables:
+            table.pop(path, None)
+        if was_dir:
+            prefix = path + "/"
+            for table in tables:
+                for p in [p for p in table if p.startswith(prefix)]:
+                    del table[p]
+
+    def _meta(self, full: str, m: Member, fd: int | None = None) -> None:
+        # Order matters: chown clears setuid/setgid and security.capability, so it goes first.
+        if fd is not None:
+            os.fchown(fd, m.uid, m.gid)
+            os.fchmod(fd, m.mode)
+            for key, value in m.xattrs.items():
+                os.setxattr(fd, key, value)
+            os.utime(fd, ns=(m.mtime_ns, m.mtime_ns))
+            return
+        os.chown(full, m.uid, m.gid, follow_symlinks=False)
+        if m.kind is not Kind.SYMLINK:
+            os.chmod(full, m.mode)
+        for key, value in m.xattrs.items():
+            os.setxattr(full, key, value, follow_symlinks=False)
+
+    def apply(self, m: Member, data: IO[bytes] | None) -> None:
+        """Write one member (its content read from `data` for regular files)."""
+        parents = self.guard.missing_parents(m.path)
+        existed = m.path in self.guard.kinds
+        replaces_dir = self.guard.admit(m, layered=self.layered)
+        self.members_done += 1
+        full = self._abs(m.path)
+        self._parents_from(parents)
+        if m.kind is Kind.DIR:
+            self._dir(m, full)
+        elif m.kind is Kind.HARDLINK:
+            self._clear(m.path, m.kind)
+            os.link(self._abs(m.linkname), full, follow_symlinks=False)
+            group = self.inode.setdefault(m.linkname, len(self.inode) + 1)
+            self.inode[m.path] = group
+            self.expected[m.path] = self.expected[m.linkname]
+        else:
+            if replaces_dir or existed:
+                self._clear(m.path, m.kind)
+            entry = self._entry(m)
+            if m.kind is Kind.FILE:
+                entry = self._file(m, full, data, entry)
+            elif m.kind is Kind.SYMLINK:
+                os.symlink(m.linkname, full)
+                self._meta(full, m)
+                os.utime(full, ns=(m.mtime_ns, m.mtime_ns), follow_symlinks=False)
+            else:
+                dev = os.makedev(m.devmajor, m.devminor) if m.kind is not Kind.FIFO else 0
+                os.mknod(full, S_IFMT_OF[m.kind] | 0o600, dev)
+                self._meta(full, m)
+                os.utime(full, ns=(m.mtime_ns, m.mtime_ns), follow_symlinks=False)
+            self.expected[m.path] = entry
+        if self.progress is not None and self.members_done % 256 == 0:
+            self.progress(self.bytes_done, self.members_done)
+
+    def _parents_from(self, parents: list[str]) -> None:
+        for parent in parents:
+            full = self._abs(parent)
+            os.mkdir(full, 0o755)
+            os.chmod(full, 0o755)  # umask must not matter
+            self.expected[parent] = Entry("d", 0o755, 0, 0, 0, 0)
+            self.dir_times[parent] = 0
+
+    def _entry(self, m: Member) -> Entry:
+        data = f"{m.devmajor}:{m.devminor}" if m.kind in (Kind.CHAR, Kind.BLOCK) else ""
+        if m.kind is Kind.SYMLINK:
+            data = m.linkname
+        return Entry(m.kind.value, m.mode, m.uid, m.gid, m.size, m.mtime_ns, data,
+                     xattr_items(m.xattrs))  # fmt: skip
+
+    def _dir(self, m: Member, full: str) -> None:
+        try:
+            st = os.lstat(full)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISDIR(st.st_mode):
+            self._clear(m.path, Kind.FILE)
+            st = None
+        if st is None:
+            os.mkdir(full, 0o700)
+        elif m.path in self.expected:
+            # A directory seen again (a later layer): its xattrs are replaced, not merged.
+            for key in os.listxattr(full, follow_symlinks=False):
+                if key not in m.xattrs:
+                    os.removexattr(full, key, follow_symlinks=False)
+        self._meta(full, m)
+        self.expected[m.path] = self._entry(m)
+        self.dir_times[m.path] = m.mtime_ns
+
+    def _file(self, m: Member, full: str, data: IO[bytes] | None, entry: Entry) -> Entry:
+        assert data is not None or m.size == 0
+        h = hashlib.sha256()
+        prev = self.reuse.candidate(m.path, entry) if self.reuse else None
+        if prev is not None and m.size <= BUFFER_LIMIT:
+            # Hash first: if the content is the previous version's, link instead of writing.
+            content = data.read(m.size) if data is not None else b""
+            h.update(content)
+            self.bytes_done += len(content)
+            digest = h.hexdigest()
+            if digest == prev.data:
+                os.link(f"{self.reuse.root}/{m.path}", full)  # type: ignore[union-attr]
+                self.reused += 1
+                return replace(entry, data=digest)
+            chunks: list[bytes] = [content]
+        else:
+            chunks = []
+        fd = os.open(full, O_CREATE, 0o600)
+        try:
+            for chunk in chunks:
+                _write_all(fd, chunk)
+            if not chunks and data is not None:
+                while True:
+                    chunk = data.read(CHUNK)
+                    if not chunk:
+                        break
+                    h.update(chunk)
+                    _write_all(fd, chunk)
+                    self.bytes_done += len(chunk)
+            self._meta(full, m, fd)
+        finally:
+            os.close(fd)
+        return replace(entry, data=h.hexdigest())
+
+    def whiteout(self, path: str, opaque: bool) -> None:
+        """Apply a docker layer's whiteout: remove `path`, or the contents of dir `path`."""
+        # Only what the guard knows is touched: a path below a symlink is never in it.
+        if opaque:
+            if self.guard.kinds.get(path) is not Kind.DIR:
+                return
+            for child in self.guard.children(path):
+                self.guard.kinds.pop(child, None)
+            for name in os.listdir(self._abs(path)):
+                self._clear(f"{path}/{name}" if path else name, Kind.FILE)
+        elif path in self.guard.kinds:
+            self._clear(path, Kind.FILE)
+            self.guard.remove(path)
+
+    def finish(self) -> dict[str, Entry]:
+        """Set directory times deepest first (creating children changed them); return entries."""
+        for path in sorted(self.dir_times, key=lambda p: p.count("/"), reverse=True):
+            t = self.dir_times[path]
+            os.utime(self._abs(path), ns=(t, t), follow_symlinks=False)
+        groups: dict[int, list[str]] = {}
+        for name, group in self.inode.items():
+            groups.setdefault(group, []).append(name)
+        for names in groups.values():
+            if len(names) > 1:
+                leader = min(names)
+                for name in names:
+                    self.expected[name] = replace(self.expected[name], group=leader)
+        return self.expected
+
+
+def _write_all(fd: int, chunk: bytes) -> None:
+    view = memoryview(chunk)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def is_enospc(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
