@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +43,14 @@ def _probe(board: Board) -> BoardReport:
     return report
 
 
-def _pytest(
+def _pytest_one(
     inv: Inventory,
-    boards: list[Board],
+    board: Board,
     checks_dir: Path | None,
     expected: dict[str, dict[str, Any]],
     log: Callable[[str], None],
 ) -> list[CheckResult]:
+    """One pytest subprocess for one board: boards run in parallel, each isolated."""
     with tempfile.TemporaryDirectory(prefix="netroot-smoke-") as tmp:
         tmpdir = Path(tmp)
         (tmpdir / "expected.json").write_text(json.dumps(expected))
@@ -70,22 +72,25 @@ def _pytest(
             "--rootdir",
             str(tmpdir),
             "-q",
-            "--hosts=" + ",".join(f"netroot://{b.name}" for b in boards),
+            f"--hosts=netroot://{board.name}",
             f"--ansible-inventory={inv.path.resolve()}",
             f"--netroot-expected={tmpdir / 'expected.json'}",
             f"--netroot-results={results}",
             *paths,
         ]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        for line in proc.stdout.splitlines()[-15:]:
-            log(line)
+        for line in proc.stdout.splitlines()[-3:]:
+            log(f"{board.name}: {line}")
         if proc.returncode not in (0, 1) or not results.exists():
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["no output"]
-            raise UsageError(f"the smoke checks could not run: {tail[0]}", "check --checks DIR")
+            raise UsageError(
+                f"the smoke checks could not run on {board.name}: {tail[0]}",
+                "check the files given with --checks (they must be testinfra test files)",
+            )
         rows = json.loads(results.read_text())
     return [
         CheckResult(
-            board=r["board"],
+            board=board.name,
             check=r["check"],
             status=r["status"],
             message=r["message"],
@@ -94,6 +99,31 @@ def _pytest(
         )
         for r in rows
     ]
+
+
+def _smoke_board(
+    inv: Inventory,
+    board: Board,
+    checks_dir: Path | None,
+    qpu_mode: str,
+    expected: dict[str, dict[str, Any]],
+    qpu_runner: QpuRunner | None,
+    log: Callable[[str], None],
+) -> BoardReport:
+    report = _probe(board)
+    if report.status != "pass":
+        return report
+    report.checks.extend(_pytest_one(inv, board, checks_dir, expected, log))
+    mode = "require" if (qpu_mode == "auto" and board.qpu) else qpu_mode
+    report.qpu_mode = mode
+    if mode == "skip" or qpu_runner is None:
+        return report
+    try:
+        with Session(target_for(board.host)) as session:
+            report.checks.extend(qpu_runner(session, board, mode))
+    except Unreachable as exc:
+        report.reachable, report.error = False, exc.message
+    return report
 
 
 def run_smoke(
@@ -106,26 +136,17 @@ def run_smoke(
     qpu_runner: QpuRunner | None = None,
     log: Callable[[str], None] = lambda _line: None,
 ) -> SmokeReport:
-    """Smoke each board; an unreachable board is reported, the others still run."""
+    """Smoke every board in parallel; an unreachable board is reported, the others still run.
+
+    With qpu_mode "auto", a board the inventory says has a QPU is smoked as "require".
+    """
     if qpu_mode not in QPU_MODES:
         raise UsageError(f"--qpu {qpu_mode!r}: expected one of {', '.join(QPU_MODES)}")
     if checks_dir is not None and not checks_dir.is_dir():
         raise UsageError(f"--checks {checks_dir}: not a directory of testinfra test files")
-    reports = {b.name: _probe(b) for b in boards}
-    ready = [b for b in boards if reports[b.name].status == "pass"]
-    if ready:
-        for result in _pytest(inv, ready, checks_dir, expected or {}, log):
-            reports[result.board].checks.append(result)
-    for board in ready:
-        rep = reports[board.name]
-        mode = "require" if (qpu_mode == "auto" and board.qpu) else qpu_mode
-        rep.qpu_mode = mode
-        if mode == "skip" or qpu_runner is None:
-            continue
-        try:
-            with Session(target_for(board.host)) as session:
-                rep.checks.extend(qpu_runner(session, board, mode))
-        except Unreachable as exc:
-            rep.reachable = False
-            rep.error = exc.message
-    return SmokeReport([reports[b.name] for b in boards])
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(boards)))) as pool:
+        runs = [
+            pool.submit(_smoke_board, inv, b, checks_dir, qpu_mode, expected or {}, qpu_runner, log)
+            for b in boards
+        ]
+        return SmokeReport([run.result() for run in runs])
