@@ -1,0 +1,100 @@
+"""Run the playbooks through ansible-runner, streaming its events (adapter).
+
+One fresh private data dir per run under state_dir()/provision/runs/ (runner would otherwise
+re-read a previous run's env/extravars), the playbooks used in place as the project dir, and
+the project's ansible.cfg. The last runs are kept for debugging (artifacts/, job events).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from netroot.errors import EnvironmentMissing
+from netroot.paths import project_file, state_dir
+from netroot.provision.plan import RunPlan
+
+KEEP_RUNS = 10
+EventHandler = Callable[[Mapping[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    status: str  # runner's: successful, failed, timeout, canceled
+    rc: int  # ansible-playbook's exit code
+    run_dir: Path
+    stdout_tail: str  # the last lines of Ansible's own output, for errors before any play
+
+
+def runs_dir() -> Path:
+    return state_dir() / "provision" / "runs"
+
+
+def _prune(base: Path, keep: int) -> None:
+    runs = sorted(p for p in base.iterdir() if p.is_dir())
+    for old in runs[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def run_playbook(
+    plan: RunPlan,
+    on_event: EventHandler,
+    *,
+    base_dir: Path | None = None,
+    playbooks_dir: Path | None = None,
+) -> RunOutcome:
+    """Run `plan` and call `on_event` for every runner event; never raises for host failures."""
+    try:
+        import ansible_runner
+    except ImportError as exc:  # pragma: no cover - a dependency of netroot
+        raise EnvironmentMissing("ansible-runner is not installed", "pip install netroot") from exc
+    # ansible-playbook lives next to this interpreter (a venv is often not on PATH).
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    if shutil.which("ansible-playbook", path=path) is None:
+        raise EnvironmentMissing("ansible-playbook not found", "pip install ansible-core")
+    playbooks = playbooks_dir or project_file("playbooks")
+    base = base_dir or runs_dir()
+    base.mkdir(parents=True, exist_ok=True)
+    run_dir = base / time.strftime("%Y%m%dT%H%M%S")
+    suffix = 0
+    while run_dir.exists():
+        suffix += 1
+        run_dir = base / f"{time.strftime('%Y%m%dT%H%M%S')}-{suffix}"
+    run_dir.mkdir(parents=True)
+    _prune(base, KEEP_RUNS)
+
+    def handler(event: Mapping[str, Any]) -> bool:
+        on_event(event)
+        return True  # keep it in the artifacts too
+
+    runner = ansible_runner.run(
+        private_data_dir=str(run_dir),
+        project_dir=str(playbooks),
+        playbook=plan.playbook,
+        inventory=str(Path(plan.inventory).resolve()),
+        extravars=dict(plan.extravars) or None,
+        limit=",".join(plan.limit) or None,
+        cmdline=plan.cmdline or None,
+        event_handler=handler,
+        quiet=True,
+        envvars={
+            "ANSIBLE_CONFIG": str(playbooks / "ansible.cfg"),
+            "ANSIBLE_ROLES_PATH": str(playbooks / "roles"),
+            "ANSIBLE_NOCOLOR": "1",
+            "PATH": path,
+        },
+        settings={"suppress_ansible_output": True},
+    )
+    stdout = ""
+    stdout_file = Path(runner.config.artifact_dir) / "stdout"
+    if stdout_file.exists():
+        stdout = "\n".join(stdout_file.read_text(errors="replace").splitlines()[-15:])
+    return RunOutcome(
+        str(runner.status), int(runner.rc if runner.rc is not None else 1), run_dir, stdout
+    )

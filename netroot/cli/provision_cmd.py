@@ -1,0 +1,138 @@
+"""`netroot provision TARGET... [--all] [--check] [--diff] [--json]`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import typer
+from rich.console import Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from netroot.cli import context
+from netroot.console import Output
+from netroot.errors import EXIT_CODES_HELP
+from netroot.provision.events import Summary
+
+HELP = (
+    "Provision the NFS server and boards with Ansible: exports on the server; netroot-mount, "
+    "netroot-chroot and the boot unit on the boards, with the assigned version mounted. "
+    "TARGET is a host or group of the inventory; the NFS server play always runs (its exports "
+    "list every board). --check --diff shows what would change without changing it.\n\n"
+    + EXIT_CODES_HELP
+)
+
+
+def _live_view(summary: Summary) -> Group:
+    progress = summary.progress
+    head = Text.from_markup(
+        f"[bold]{progress.play}[/bold] > {progress.task} [dim]({progress.tasks_started})[/dim]"
+    )
+    table = Table.grid(padding=(0, 2))
+    for host, last in sorted(progress.last.items()):
+        style = (
+            "red"
+            if last.startswith(("failed", "unreachable"))
+            else ("yellow" if last.startswith("changed") else "green")
+        )
+        table.add_row(host, Text(last, style=style))
+    return Group(head, table)
+
+
+class _Reporter:
+    """Progress on stderr: a live view on a terminal, one line per task otherwise."""
+
+    def __init__(self, out: Output) -> None:
+        self.out = out
+        self.live: Live | None = None
+        self._task = ""
+
+    def __enter__(self) -> _Reporter:
+        if self.out.show_progress:
+            self.live = Live(console=self.out.err, refresh_per_second=4, transient=True)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.__exit__(None, None, None)
+
+    def __call__(self, event: Mapping[str, Any], summary: Summary) -> None:
+        if self.live is not None:
+            self.live.update(_live_view(summary))
+        elif summary.progress.task != self._task:
+            self._task = summary.progress.task
+            self.out.debug(f"{summary.progress.play} > {self._task}")
+        kind = event.get("event")
+        if kind in ("runner_on_failed", "runner_on_unreachable") and summary.failures:
+            failure = summary.failures[-1]
+            if not (event.get("event_data") or {}).get("ignore_errors"):
+                self.out.err.print(
+                    f"[red]{failure.host}[/red]: {failure.task}: {failure.message}",
+                    highlight=False,
+                    markup=True,
+                )
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("provision", help=HELP)
+    def provision_cmd(
+        ctx: typer.Context,
+        targets: list[str] = typer.Argument(None, help="Hosts or groups of the inventory."),
+        all_hosts: bool = typer.Option(False, "--all", help="Every host of the inventory."),
+        check: bool = typer.Option(False, "--check", help="Change nothing; report what would."),
+        diff: bool = typer.Option(False, "--diff", help="Show the changes to files."),
+        as_json: bool = typer.Option(False, "--json", help="The summary as JSON on stdout."),
+    ) -> None:
+        from netroot.provision.service import provision
+
+        app_ctx = context.get(ctx)
+        out = app_ctx.out
+        inventory = app_ctx.inventory()
+        with _Reporter(out) as reporter:
+            result = provision(
+                inventory,
+                list(targets or []),
+                all_hosts=all_hosts,
+                check=check,
+                diff=diff,
+                on_event=reporter,
+            )
+        summary = result.summary
+        if as_json:
+            out.json(result.as_dict())
+        else:
+            if diff:
+                for change in summary.changes:
+                    out.out.print(f"--- {change.host}: {change.task}", highlight=False)
+                    out.out.print(change.diff, highlight=False, markup=False)
+            rows = [
+                (
+                    host,
+                    s.state,
+                    s.ok,
+                    s.changed,
+                    s.failed,
+                    s.unreachable,
+                    s.skipped,
+                    result.mounted.get(host, ""),
+                )
+                for host, s in sorted(summary.hosts.items())
+            ]
+            title = "provision (check mode: nothing changed)" if check else "provision"
+            out.table(
+                title,
+                ("host", "state", "ok", "changed", "failed", "unreachable", "skipped", "mounted"),
+                rows,
+            )
+        for failure in summary.failures:
+            kind = "unreachable" if failure.unreachable else "failed"
+            out.error(f"{failure.host} {kind} at task {failure.task!r}: {failure.message}")
+        if not summary.hosts and result.rc:
+            out.error(
+                f"ansible-playbook exited {result.rc} before any host result",
+                f"{result.stdout_tail.strip()[-500:]}\n(run dir: {result.run_dir})",
+            )
+        raise typer.Exit(int(result.exit_code))

@@ -1,0 +1,229 @@
+"""From ansible-runner events to progress and a per-host summary (pure).
+
+Runner events are plain dicts (`event`, `event_data` with `host`, `task`, `res`, ...). The model
+keeps per-host counters the way Ansible's recap counts them (ok includes changed), the failures
+with their task name and message, and what each host is doing now, so the CLI can show it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from netroot.errors import Exit
+
+OK_EVENTS = {"runner_on_ok", "runner_item_on_ok"}
+FAILED_EVENTS = {"runner_on_failed", "runner_item_on_failed"}
+
+
+@dataclass
+class HostStats:
+    ok: int = 0
+    changed: int = 0
+    failed: int = 0
+    unreachable: int = 0
+    skipped: int = 0
+    rescued: int = 0
+    ignored: int = 0
+
+    @property
+    def state(self) -> str:
+        """One word for the host's outcome."""
+        if self.unreachable:
+            return "unreachable"
+        if self.failed:
+            return "failed"
+        if self.changed:
+            return "changed"
+        return "ok"
+
+
+@dataclass(frozen=True)
+class Failure:
+    host: str
+    task: str
+    message: str
+    unreachable: bool = False
+
+
+@dataclass(frozen=True)
+class Change:
+    """One --diff entry: what a task changed (or would change) on a host."""
+
+    host: str
+    task: str
+    diff: str
+
+
+def _diff_text(diff: Mapping[str, Any]) -> str:
+    if "prepared" in diff:
+        return str(diff["prepared"])
+    before, after = diff.get("before", ""), diff.get("after", "")
+    if not isinstance(before, str) or not isinstance(after, str):
+        return f"- {before!r}\n+ {after!r}\n" if before != after else ""
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        str(diff.get("before_header", "before")),
+        str(diff.get("after_header", "after")),
+    )
+    return "".join(lines)
+
+
+@dataclass
+class Progress:
+    """What the UI shows: the current play/task and each host's last result."""
+
+    play: str = ""
+    task: str = ""
+    tasks_started: int = 0
+    last: dict[str, str] = field(default_factory=dict)  # host -> "ok: task" / "changed: task"
+
+
+def _message(res: Mapping[str, Any]) -> str:
+    """The most useful line of a failed result: msg, else stderr, else the module's output."""
+    for key in ("msg", "stderr", "module_stderr", "stdout", "module_stdout", "reason"):
+        value = res.get(key)
+        if isinstance(value, str) and value.strip():
+            return " ".join(value.strip().split())
+        if isinstance(value, list) and value:
+            return " ".join(str(v) for v in value)
+    results = res.get("results")
+    if isinstance(results, list):
+        for item in results:
+            if isinstance(item, Mapping) and item.get("failed"):
+                return _message(item)
+    return "failed (no message)"
+
+
+@dataclass
+class Summary:
+    """Per-host counters and failures, built from events (and corrected by the final stats)."""
+
+    hosts: dict[str, HostStats] = field(default_factory=dict)
+    failures: list[Failure] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+    progress: Progress = field(default_factory=Progress)
+    final_stats: bool = False
+
+    def host(self, name: str) -> HostStats:
+        return self.hosts.setdefault(name, HostStats())
+
+    def apply(self, event: Mapping[str, Any]) -> None:
+        """Fold one runner event into the summary."""
+        kind = str(event.get("event", ""))
+        data = event.get("event_data") or {}
+        if not isinstance(data, Mapping):
+            return
+        if kind == "playbook_on_play_start":
+            self.progress.play = str(data.get("play", ""))
+        elif kind == "playbook_on_task_start":
+            self.progress.task = str(data.get("task", ""))
+            self.progress.tasks_started += 1
+        elif kind == "playbook_on_stats":
+            self._apply_stats(data)
+        elif kind.startswith("runner_on_") and not self.final_stats:
+            self._apply_result(kind, data)
+
+    def _apply_result(self, kind: str, data: Mapping[str, Any]) -> None:
+        name = str(data.get("host", ""))
+        if not name:
+            return
+        stats = self.host(name)
+        task = str(data.get("task", ""))
+        res = data.get("res") or {}
+        res = res if isinstance(res, Mapping) else {}
+        if kind == "runner_on_start":
+            self.progress.last[name] = f"running: {task}"
+            return
+        if kind == "runner_on_ok":
+            stats.ok += 1
+            changed = bool(res.get("changed"))
+            stats.changed += int(changed)
+            self._collect_diff(name, task, res)
+            self.progress.last[name] = f"{'changed' if changed else 'ok'}: {task}"
+        elif kind == "runner_on_skipped":
+            stats.skipped += 1
+            self.progress.last[name] = f"skipped: {task}"
+        elif kind == "runner_on_unreachable":
+            stats.unreachable += 1
+            self.failures.append(Failure(name, task, _message(res), unreachable=True))
+            self.progress.last[name] = f"unreachable: {task}"
+        elif kind == "runner_on_failed":
+            if data.get("ignore_errors"):
+                stats.ignored += 1
+                return
+            stats.failed += 1
+            self.failures.append(Failure(name, task, _message(res)))
+            self.progress.last[name] = f"failed: {task}"
+
+    def _collect_diff(self, host: str, task: str, res: Mapping[str, Any]) -> None:
+        diffs = res.get("diff")
+        items = diffs if isinstance(diffs, list) else [diffs] if isinstance(diffs, Mapping) else []
+        for item in res.get("results") or []:
+            if isinstance(item, Mapping) and isinstance(item.get("diff"), (list, Mapping)):
+                d = item["diff"]
+                items.extend(d if isinstance(d, list) else [d])
+        for diff in items:
+            text = _diff_text(diff) if isinstance(diff, Mapping) else ""
+            if text.strip():
+                self.changes.append(Change(host, task, text))
+
+    def _apply_stats(self, data: Mapping[str, Any]) -> None:
+        # Ansible's own recap is the authority (it knows about rescued blocks, for instance).
+        keys = {
+            "ok": "ok",
+            "changed": "changed",
+            "failures": "failed",
+            "dark": "unreachable",
+            "skipped": "skipped",
+            "rescued": "rescued",
+            "ignored": "ignored",
+        }
+        counts: dict[str, dict[str, int]] = {}
+        for key, attr in keys.items():
+            per_host = data.get(key) or {}
+            if isinstance(per_host, Mapping):
+                for name, n in per_host.items():
+                    counts.setdefault(str(name), {})[attr] = int(n)
+        for name, values in counts.items():
+            self.hosts[name] = HostStats(**values)
+        # A failure inside a block that was rescued is not the host's outcome.
+        self.failures = [
+            f
+            for f in self.failures
+            if f.host in self.hosts and self.hosts[f.host].state in ("failed", "unreachable")
+        ]
+        self.final_stats = True
+
+    @property
+    def exit_code(self) -> Exit:
+        """1 when a host failed, 4 when hosts were only unreachable, else 0."""
+        states = {s.state for s in self.hosts.values()}
+        if "failed" in states:
+            return Exit.FAILED
+        if "unreachable" in states:
+            return Exit.UNREACHABLE
+        return Exit.OK
+
+    def as_dict(self) -> dict[str, Any]:
+        """The --json form."""
+        return {
+            "hosts": {
+                name: {**vars(stats), "state": stats.state}
+                for name, stats in sorted(self.hosts.items())
+            },
+            "failures": [vars(f) for f in self.failures],
+            "changes": [vars(c) for c in self.changes],
+            "exit_code": int(self.exit_code),
+        }
+
+
+def summarize(events: Iterable[Mapping[str, Any]]) -> Summary:
+    """The summary of a whole recorded run."""
+    summary = Summary()
+    for event in events:
+        summary.apply(event)
+    return summary

@@ -1,0 +1,170 @@
+"""What a provision run will do, as data: playbook, limit, extra vars, check/diff (pure).
+
+Built and checked before anything connects to a host: unknown targets, bad per-board values
+and template problems all fail here, with the host and field named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from netroot.errors import UsageError
+from netroot.inventory import VERSION_RE, Inventory, InventoryError
+
+NFS_VERSIONS = ("3", "4", "4.1", "4.2")
+LAYERS = ("disk", "tmpfs")
+POSITIVE_INTS = (
+    "netroot_board_mount_retries",
+    "netroot_board_mount_retry_delay",
+    "netroot_board_mount_attempt_timeout",
+    "netroot_board_mount_timeout",
+    "netroot_board_stop_timeout",
+)
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """The inputs of one ansible-runner run."""
+
+    playbook: str  # relative to playbooks/
+    inventory: Path
+    limit: tuple[str, ...]  # empty: every host
+    extravars: Mapping[str, Any] = field(default_factory=dict)
+    check: bool = False
+    diff: bool = False
+    servers: tuple[str, ...] = ()
+    boards: tuple[str, ...] = ()
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """Every host the run touches, servers first."""
+        return self.servers + self.boards
+
+    @property
+    def cmdline(self) -> str:
+        """ansible-playbook options that runner has no keyword for."""
+        return " ".join(opt for opt, on in (("--check", self.check), ("--diff", self.diff)) if on)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "playbook": self.playbook,
+            "inventory": str(self.inventory),
+            "limit": list(self.limit),
+            "extravars": dict(self.extravars),
+            "check": self.check,
+            "diff": self.diff,
+            "servers": list(self.servers),
+            "boards": list(self.boards),
+        }
+
+
+def _expand(inventory: Inventory, targets: list[str]) -> list[str]:
+    hosts: list[str] = []
+    for target in targets:
+        if target in inventory.hosts:
+            names = [target]
+        elif target in inventory.groups:
+            names = sorted(inventory.groups[target])
+            if not names:
+                raise UsageError(f"group {target!r} has no hosts", f"see {inventory.path}")
+        else:
+            known = ", ".join(sorted(inventory.hosts)) or "none"
+            raise UsageError(
+                f"no host or group named {target!r} in {inventory.path}", f"hosts: {known}"
+            )
+        hosts.extend(n for n in names if n not in hosts)
+    return hosts
+
+
+def _bad(inventory: Inventory, host: str, key: str, value: Any, expected: str) -> InventoryError:
+    return InventoryError(f"{inventory.path}: host {host}: {key} = {value!r}: expected {expected}")
+
+
+def check_board_vars(inventory: Inventory, board: str) -> None:
+    """The netroot_board_* values of one board, checked like the inventory model checks its own."""
+    v = inventory.hosts[board].vars
+    if "netroot_board_nfs_version" in v and str(v["netroot_board_nfs_version"]) not in NFS_VERSIONS:
+        raise _bad(
+            inventory,
+            board,
+            "netroot_board_nfs_version",
+            v["netroot_board_nfs_version"],
+            " or ".join(NFS_VERSIONS),
+        )
+    if "netroot_board_layer" in v and v["netroot_board_layer"] not in LAYERS:
+        raise _bad(
+            inventory, board, "netroot_board_layer", v["netroot_board_layer"], " or ".join(LAYERS)
+        )
+    for key in ("netroot_board_nfs_options", "netroot_board_nfs_extra_options"):
+        value = v.get(key, "")
+        if not isinstance(value, str) or any(c.isspace() for c in value):
+            raise _bad(inventory, board, key, value, "comma-separated mount options, no spaces")
+        if "rw" in value.split(","):
+            raise _bad(inventory, board, key, value, "no 'rw': the shared tree is mounted ro")
+    for key in POSITIVE_INTS:
+        value = v.get(key, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise _bad(inventory, board, key, value, "a whole number >= 1")
+
+
+def check_server_vars(inventory: Inventory, server: str) -> None:
+    """The netroot_nfs_* values of the server."""
+    ids = inventory.hosts[server].vars.get("netroot_nfs_export_ids", {})
+    if not isinstance(ids, Mapping) or not all(
+        isinstance(i, int) and not isinstance(i, bool) and 0 < i < 65536 for i in ids.values()
+    ):
+        raise _bad(
+            inventory,
+            server,
+            "netroot_nfs_export_ids",
+            ids,
+            "a mapping image -> Export_Id (1..65535)",
+        )
+
+
+def build(
+    inventory: Inventory,
+    targets: list[str],
+    *,
+    all_hosts: bool = False,
+    versions: Mapping[str, str] | None = None,
+    extra_vars: Mapping[str, Any] | None = None,
+    check: bool = False,
+    diff: bool = False,
+) -> RunPlan:
+    """The run for `targets` (host/group names) or every host; versions: board -> version id."""
+    if all_hosts == bool(targets):
+        raise UsageError("name the hosts or groups to provision, or pass --all (not both)")
+    if not inventory.servers:
+        raise InventoryError(f"{inventory.path}: no host in group nfs_servers")
+    hosts = list(inventory.hosts) if all_hosts else _expand(inventory, targets)
+    servers = tuple(inventory.servers)
+    boards = tuple(h for h in inventory.boards if h in hosts)
+    others = [h for h in hosts if h not in inventory.boards and h not in inventory.servers]
+    if others:
+        raise UsageError(
+            f"{', '.join(others)}: neither a board nor an NFS server",
+            "netroot provisions hosts of the groups boards and nfs_servers",
+        )
+    overrides = dict((extra_vars or {}).get("netroot_version_overrides", {}))
+    for board, version in (versions or {}).items():
+        if board not in boards:
+            raise UsageError(f"version given for {board!r}, which is not a board of this run")
+        if not VERSION_RE.match(version):
+            raise UsageError(f"{board}: version {version!r} is not a version id (hex)")
+        overrides[board] = version
+    for server in servers:
+        check_server_vars(inventory, server)
+    for board in boards:
+        check_board_vars(inventory, board)
+    extravars = {**(extra_vars or {})}
+    if overrides:
+        extravars["netroot_version_overrides"] = overrides
+    # The server play always runs: boards need its facts, and its exports must list every
+    # board of the inventory before a new board can mount.
+    playbook = "site.yml" if boards else "nfs_server.yml"
+    limit = () if all_hosts else (*servers, *boards)
+    return RunPlan(playbook, inventory.path, limit, extravars, check, diff, servers, boards)
