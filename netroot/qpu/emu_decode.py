@@ -195,8 +195,16 @@ def decode(word: int) -> Decoded:
             raise EmulatorError(f"{where}: per-element load immediate (unpack={unpack})")
         if sf:
             raise EmulatorError(f"{where}: load immediate with set-flags")
-        return Decoded("ldi", sig=sig, cond_add=cond_add, cond_mul=cond_mul, ws=ws,
-                       waddr_add=waddr_add, waddr_mul=waddr_mul, imm=lo)  # fmt: skip
+        return Decoded(
+            "ldi",
+            sig=sig,
+            cond_add=cond_add,
+            cond_mul=cond_mul,
+            ws=ws,
+            waddr_add=waddr_add,
+            waddr_mul=waddr_mul,
+            imm=lo,
+        )
     if sig not in (1, 3, 13):
         raise EmulatorError(f"{where}: signal {sig} is not modelled")
     op_mul, op_add = lo >> 29, (lo >> 24) & 31
@@ -221,8 +229,20 @@ def decode(word: int) -> Decoded:
     if sf and (cond_add if op_add else cond_mul) != 1:
         raise EmulatorError(f"{where}: set-flags with a conditional write is not modelled")
     return Decoded(
-        "alu", sig=sig, cond_add=cond_add if op_add else 0, cond_mul=cond_mul if op_mul else 0,
-        sf=sf, ws=ws, waddr_add=waddr_add, waddr_mul=waddr_mul, op_add=op_add, op_mul=op_mul,
-        raddr_a=raddr_a, raddr_b=raddr_b, muxes=muxes, imm=imm, uses_a=6 in used,
+        "alu",
+        sig=sig,
+        cond_add=cond_add if op_add else 0,
+        cond_mul=cond_mul if op_mul else 0,
+        sf=sf,
+        ws=ws,
+        waddr_add=waddr_add,
+        waddr_mul=waddr_mul,
+        op_add=op_add,
+        op_mul=op_mul,
+        raddr_a=raddr_a,
+        raddr_b=raddr_b,
+        muxes=muxes,
+        imm=imm,
+        uses_a=6 in used,
         uses_b=7 in used,
-    )  # fmt: skip
+    )

@@ -127,8 +127,12 @@ class Machine:
             running = [q for q in running if not q.done]
             if running and not progressed:
                 blocked = ", ".join(str(q.number) for q in running)
-                return self._result(qpus, False, f"deadlock: QPUs {blocked} wait on a semaphore "
-                                    "or the mutex that nobody will release")  # fmt: skip
+                return self._result(
+                    qpus,
+                    False,
+                    f"deadlock: QPUs {blocked} wait on a semaphore "
+                    "or the mutex that nobody will release",
+                )
             if total > max_instructions:
                 return self._result(qpus, False, f"still running after {total} instructions")
         if sum(q.host_interrupts for q in qpus) == 0:
@@ -204,8 +208,10 @@ class Machine:
     def _read(self, q: QpuState, side: str, raddr: int, used: bool) -> tuple[int, ...]:
         if raddr < 32:
             if used and (side, raddr) in q.written:
-                raise EmulatorError(f"QPU {q.number} reads r{side.lower()}{raddr} written by the "
-                                    "previous instruction (undefined on the QPU)")  # fmt: skip
+                raise EmulatorError(
+                    f"QPU {q.number} reads r{side.lower()}{raddr} written by the "
+                    "previous instruction (undefined on the QPU)"
+                )
             return q.ra[raddr] if side == "A" else q.rb[raddr]
         if raddr == 32:
             value = self.memory.read_words(q.unif, 1)[0]
@@ -246,8 +252,9 @@ class Machine:
             q.nf = tuple(x >> 31 == 1 and x & mask != 0 for x in res)
         return self._write_all(q, d, add_res, mul_res)
 
-    def _write_all(self, q: QpuState, d: Decoded, add_res: tuple[int, ...],
-                   mul_res: tuple[int, ...]) -> tuple[tuple[str, int], ...]:  # fmt: skip
+    def _write_all(
+        self, q: QpuState, d: Decoded, add_res: tuple[int, ...], mul_res: tuple[int, ...]
+    ) -> tuple[tuple[str, int], ...]:
         add_side, mul_side = ("B", "A") if d.ws else ("A", "B")
         targets = []
         if d.cond_add and d.waddr_add != 39:
@@ -302,8 +309,10 @@ class Machine:
             if v >> 28 == 9:
                 raise EmulatorError("VDR extended-pitch setup is not modelled")
             if (v >> 28) & 7 or (v >> 11) & 1 or (v >> 24) & 15 == 0:
-                raise EmulatorError(f"DMA load setup 0x{v:08x}: only 32-bit horizontal rows "
-                                    "with MPITCH > 0 are modelled")  # fmt: skip
+                raise EmulatorError(
+                    f"DMA load setup 0x{v:08x}: only 32-bit horizontal rows "
+                    "with MPITCH > 0 are modelled"
+                )
             q.vdr = v
         elif v >> 30 == 0:
             if not (v >> 11) & 1 or (v >> 8) & 3 != 2:

@@ -60,26 +60,48 @@ class Kernel:
 
 def mov_from_a(waddr: int, raddr_a: int, *, ws: bool = False, sf: bool = False) -> int:
     """or waddr, ra[raddr_a], ra[raddr_a] on the add ALU."""
-    return asm.alu(op_add=OR, cond_add=ALWAYS, waddr_add=waddr, ws=ws, sf=sf, raddr_a=raddr_a,
-                   add_a=MUX_A, add_b=MUX_A)  # fmt: skip
+    return asm.alu(
+        op_add=OR,
+        cond_add=ALWAYS,
+        waddr_add=waddr,
+        ws=ws,
+        sf=sf,
+        raddr_a=raddr_a,
+        add_a=MUX_A,
+        add_b=MUX_A,
+    )
 
 
 def mov_from_b(waddr: int, raddr_b: int, *, ws: bool = False) -> int:
     """or waddr, rb[raddr_b], rb[raddr_b] on the add ALU."""
-    return asm.alu(op_add=OR, cond_add=ALWAYS, waddr_add=waddr, ws=ws, raddr_b=raddr_b,
-                   add_a=MUX_B, add_b=MUX_B)  # fmt: skip
+    return asm.alu(
+        op_add=OR,
+        cond_add=ALWAYS,
+        waddr_add=waddr,
+        ws=ws,
+        raddr_b=raddr_b,
+        add_a=MUX_B,
+        add_b=MUX_B,
+    )
 
 
 def mov_from_acc(waddr: int, mux: int, *, ws: bool = False, sf: bool = False) -> int:
     """or waddr, rN, rN on the add ALU (accumulator source)."""
-    return asm.alu(op_add=OR, cond_add=ALWAYS, waddr_add=waddr, ws=ws, sf=sf, add_a=mux,
-                   add_b=mux)  # fmt: skip
+    return asm.alu(op_add=OR, cond_add=ALWAYS, waddr_add=waddr, ws=ws, sf=sf, add_a=mux, add_b=mux)
 
 
 def mov_small_imm(waddr: int, value: int | float, *, ws: bool = False) -> int:
     """or waddr, imm, imm with a small immediate (sig 13)."""
-    return asm.alu(sig=SIG_SMALL_IMM, op_add=OR, cond_add=ALWAYS, waddr_add=waddr, ws=ws,
-                   raddr_b=asm.small_imm_code(value), add_a=MUX_B, add_b=MUX_B)  # fmt: skip
+    return asm.alu(
+        sig=SIG_SMALL_IMM,
+        op_add=OR,
+        cond_add=ALWAYS,
+        waddr_add=waddr,
+        ws=ws,
+        raddr_b=asm.small_imm_code(value),
+        add_a=MUX_B,
+        add_b=MUX_B,
+    )
 
 
 def nop(sig: int = SIG_NONE) -> int:
@@ -110,9 +132,18 @@ def _barrier_and_end(prog: asm.Program) -> None:
         prog.emit(nop())
     prog.label("wait")
     prog.emit(asm.semaphore(number=0, decrement=True))
-    prog.emit(asm.alu(sig=SIG_SMALL_IMM, op_add=asm.ADD_OPS["sub"], cond_add=ALWAYS, sf=True,
-                      waddr_add=W_R2, add_a=MUX_R2, add_b=MUX_B,
-                      raddr_b=asm.small_imm_code(1)))  # fmt: skip
+    prog.emit(
+        asm.alu(
+            sig=SIG_SMALL_IMM,
+            op_add=asm.ADD_OPS["sub"],
+            cond_add=ALWAYS,
+            sf=True,
+            waddr_add=W_R2,
+            add_a=MUX_R2,
+            add_b=MUX_B,
+            raddr_b=asm.small_imm_code(1),
+        )
+    )
     prog.branch_to("wait", "allnz")
     for _ in range(3):
         prog.emit(nop())
@@ -132,8 +163,11 @@ def vector_add() -> Kernel:
     prog.emit(mov_from_a(W_VPM_SETUP, R_UNIFORM, ws=True))  # u3: VPM write setup
     prog.emit(mov_from_a(W_R0, R_VPM))  # A
     prog.emit(mov_from_a(W_R1, R_VPM))  # B
-    prog.emit(asm.alu(op_add=asm.ADD_OPS["fadd"], cond_add=ALWAYS, waddr_add=W_VPM,
-                      add_a=MUX_R0, add_b=MUX_R1))  # fmt: skip
+    prog.emit(
+        asm.alu(
+            op_add=asm.ADD_OPS["fadd"], cond_add=ALWAYS, waddr_add=W_VPM, add_a=MUX_R0, add_b=MUX_R1
+        )
+    )
     prog.emit(mov_from_a(W_VPM_SETUP, R_UNIFORM, ws=True))  # u4: DMA store setup
     prog.emit(mov_from_a(W_DMA_ADDR, R_UNIFORM, ws=True))  # u5: output address -> store
     prog.emit(mov_from_b(W_NOP, R_VDW_WAIT))  # wait for the DMA store
@@ -144,9 +178,19 @@ def vector_add() -> Kernel:
 
 def _madd_pair(sig: int = SIG_NONE) -> int:
     # fadd r0, r0, r1 ; fmul r3, r3, r1 — accumulators only, so no regfile hazards.
-    return asm.alu(sig=sig, op_add=asm.ADD_OPS["fadd"], cond_add=ALWAYS, waddr_add=W_R0,
-                   add_a=MUX_R0, add_b=MUX_R1, op_mul=asm.MUL_OPS["fmul"], cond_mul=ALWAYS,
-                   waddr_mul=W_R3, mul_a=MUX_R3, mul_b=MUX_R1)  # fmt: skip
+    return asm.alu(
+        sig=sig,
+        op_add=asm.ADD_OPS["fadd"],
+        cond_add=ALWAYS,
+        waddr_add=W_R0,
+        add_a=MUX_R0,
+        add_b=MUX_R1,
+        op_mul=asm.MUL_OPS["fmul"],
+        cond_mul=ALWAYS,
+        waddr_mul=W_R3,
+        mul_a=MUX_R3,
+        mul_b=MUX_R1,
+    )
 
 
 def madd_loop() -> Kernel:
@@ -159,11 +203,24 @@ def madd_loop() -> Kernel:
     prog.label("loop")
     for _ in range(MADD_UNROLL):
         prog.emit(_madd_pair())
-    prog.emit(asm.alu(sig=SIG_SMALL_IMM, op_add=asm.ADD_OPS["sub"], cond_add=ALWAYS, sf=True,
-                      waddr_add=0, raddr_a=0, add_a=MUX_A, add_b=MUX_B,
-                      raddr_b=asm.small_imm_code(1), op_mul=asm.MUL_OPS["fmul"],
-                      cond_mul=ALWAYS, waddr_mul=W_R3, mul_a=MUX_R3,
-                      mul_b=MUX_R1))  # fmt: skip
+    prog.emit(
+        asm.alu(
+            sig=SIG_SMALL_IMM,
+            op_add=asm.ADD_OPS["sub"],
+            cond_add=ALWAYS,
+            sf=True,
+            waddr_add=0,
+            raddr_a=0,
+            add_a=MUX_A,
+            add_b=MUX_B,
+            raddr_b=asm.small_imm_code(1),
+            op_mul=asm.MUL_OPS["fmul"],
+            cond_mul=ALWAYS,
+            waddr_mul=W_R3,
+            mul_a=MUX_R3,
+            mul_b=MUX_R1,
+        )
+    )
     prog.branch_to("loop", "allnz")
     for _ in range(3):
         prog.emit(_madd_pair())

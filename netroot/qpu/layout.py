@@ -48,8 +48,9 @@ def _count(name: str, value: int, maximum: int) -> int:
     return value % maximum
 
 
-def vpm_read_setup(*, num: int, stride: int, horizontal: bool, laned: bool, size: int,
-                   addr: int) -> int:  # fmt: skip
+def vpm_read_setup(
+    *, num: int, stride: int, horizontal: bool, laned: bool, size: int, addr: int
+) -> int:
     """VPM generic block read setup (ID 00): NUM 23:20 (0=16), STRIDE 17:12, HORIZ 11,
     LANED 10, SIZE 9:8 (2 = 32-bit), ADDR 7:0."""
     return (
@@ -64,12 +65,14 @@ def vpm_read_setup(*, num: int, stride: int, horizontal: bool, laned: bool, size
 
 def vpm_write_setup(*, stride: int, horizontal: bool, laned: bool, size: int, addr: int) -> int:
     """VPM generic block write setup (ID 00): bits 23:20 unused (0), else as the read setup."""
-    return vpm_read_setup(num=16, stride=stride, horizontal=horizontal, laned=laned, size=size,
-                          addr=addr)  # fmt: skip
+    return vpm_read_setup(
+        num=16, stride=stride, horizontal=horizontal, laned=laned, size=size, addr=addr
+    )
 
 
-def vdr_setup(*, modew: int, mpitch: int, rowlen: int, nrows: int, vpitch: int, vertical: bool,
-              y: int, x: int) -> int:  # fmt: skip
+def vdr_setup(
+    *, modew: int, mpitch: int, rowlen: int, nrows: int, vpitch: int, vertical: bool, y: int, x: int
+) -> int:
     """DMA load (VDR) basic setup (ID bit 31 = 1): MODEW 30:28, MPITCH 27:24 (8*2^n bytes),
     ROWLEN 23:20 (0=16), NROWS 19:16 (0=16), VPITCH 15:12 (0=16), VERT 11, ADDRY 10:4, ADDRX 3:0."""
     return (
@@ -85,8 +88,9 @@ def vdr_setup(*, modew: int, mpitch: int, rowlen: int, nrows: int, vpitch: int, 
     )
 
 
-def vdw_setup(*, units: int, depth: int, laned: bool, horizontal: bool, y: int, x: int,
-              modew: int) -> int:  # fmt: skip
+def vdw_setup(
+    *, units: int, depth: int, laned: bool, horizontal: bool, y: int, x: int, modew: int
+) -> int:
     """DMA store (VDW) basic setup (ID 31:30 = 10): UNITS 29:23 (0=128), DEPTH 22:16 (0=128),
     LANED 15, HORIZ 14, VPMBASE 13:3 (ADDRY 13:7, ADDRX 6:3 for 32-bit), MODEW 2:0."""
     return (
