@@ -92,7 +92,7 @@ def export_stream(c: Any, image_id: str) -> Iterator[IO[bytes]]:
     except docker.errors.APIError as exc:
         raise NetrootError(f"docker create {image_id}: {exc.explanation or exc}") from None
     try:
-        raw = _ChunkReader(iter(container.export(chunk_size=1 << 20)))
+        raw = _ChunkReader(iter(container.export(chunk_size=None)))
         yield io.BufferedReader(raw, buffer_size=1 << 20)
     except docker.errors.APIError as exc:
         raise NetrootError(f"docker export {image_id}: {exc.explanation or exc}") from None

@@ -9,6 +9,9 @@ import typer
 # One line per built command module (netroot/cli/<name>.py with a `register(app)`).
 MODULES = [
     "status_cmd",
+    "lab_cmd",
+    "export_cmd",
+    "provision_cmd",
 ]
 
 

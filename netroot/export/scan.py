@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from netroot.export.manifest import Entry
 
@@ -35,8 +35,16 @@ def _sha256(full: str) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def scan(root: str, progress: Callable[[int, int], None] | None = None) -> dict[str, Entry]:
-    """Entries for every path under `root` ('' is the root), content hashed, links grouped."""
+def scan(
+    root: str,
+    progress: Callable[[int, int], None] | None = None,
+    digests: Mapping[str, Entry] | None = None,
+) -> dict[str, Entry]:
+    """Entries for every path under `root` ('' is the root), content hashed, links grouped.
+
+    With `digests` (the entries recorded while writing), a regular file's content hash is
+    taken from there instead of re-reading it: the metadata is still checked from disk.
+    """
     entries: dict[str, Entry] = {}
     inodes: dict[tuple[int, int], list[str]] = {}
     done_bytes = 0
@@ -49,7 +57,8 @@ def scan(root: str, progress: Callable[[int, int], None] | None = None) -> dict[
         size = 0
         if kind == "f":
             size = st.st_size
-            data = _sha256(full)
+            known = digests.get(rel) if digests is not None else None
+            data = known.data if known is not None and known.kind == "f" else _sha256(full)
             done_bytes += size
         elif kind == "l":
             data = os.readlink(full)

@@ -235,7 +235,9 @@ def _build(
     changes = leftovers.handle(writer, keep_host_keys)
     expected = writer.finish()
     _syncfs(staging)
-    actual = scan(str(staging))
+    # Metadata re-read from disk after syncfs; content digests are those hashed while writing
+    # (re-reading freshly written data would only hit the page cache). `verify` re-hashes all.
+    actual = scan(str(staging), digests=expected)
     differences = diff_entries(expected, actual)
     if differences:
         raise NetrootError(

@@ -6,17 +6,19 @@ A docker image in the engine arrives as a stream (the docker adapter) and goes t
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import hashlib
 import json
+import lzma
 import tarfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from netroot.errors import UsageError
-from netroot.export.members import Kind, from_tarinfo, whiteout_target
+from netroot.export.members import Kind, whiteout_target
+from netroot.export.tarstream import read_members
 from netroot.export.writer import Writer
 
 BUFSIZE = 1 << 20
@@ -36,21 +38,25 @@ class SourceInfo:
     layers: list[str] = field(default_factory=list)  # members of a docker-save archive
 
 
-def apply_stream(stream: IO[bytes], writer: Writer, ref: str) -> None:
-    """Apply a flattened filesystem tar read from a stream (no whiteouts in it)."""
-    try:
-        with tarfile.open(fileobj=stream, mode="r|*", bufsize=BUFSIZE) as tf:
-            _apply(tf, writer, layered=False)
-    except tarfile.ReadError as exc:
-        raise UsageError(f"{ref}: not a tar archive ({exc})", "pass an image or a .tar") from None
-
-
-def _apply(tf: tarfile.TarFile, writer: Writer, layered: bool) -> None:
-    for ti in tf:
-        m = from_tarinfo(ti)
+def apply_stream(stream: IO[bytes], writer: Writer, ref: str, layered: bool = False) -> None:
+    """Apply a tar read from a stream; in a docker layer, skip the (pre-applied) whiteouts."""
+    for m, data in read_members(stream, ref):
         if layered and whiteout_target(m.path) is not None:
             continue  # applied before the layer (whiteouts hide only lower layers)
-        writer.apply(m, tf.extractfile(ti) if m.kind is Kind.FILE else None)
+        writer.apply(m, data if m.kind is Kind.FILE else None)
+
+
+def _decompressed(f: IO[bytes]) -> IO[bytes]:
+    """Transparent gzip/bzip2/xz for archives given as files (docker's own streams are plain)."""
+    head = f.read(6)
+    f.seek(0)
+    if head.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(fileobj=f, mode="rb")  # type: ignore[return-value]
+    if head.startswith(b"BZh"):
+        return bz2.BZ2File(f)
+    if head.startswith(b"\xfd7zXZ"):
+        return lzma.LZMAFile(f)
+    return f
 
 
 def _sha256_file(path: Path) -> str:
@@ -75,7 +81,9 @@ def inspect_archive(path: Path) -> SourceInfo:
     with _open_tar(path) as tf:
         names = tf.getnames()
         if "manifest.json" in names:
-            return _inspect_save(path, tf)
+            saved = _inspect_save(path, tf)
+            if saved is not None:
+                return saved
     return SourceInfo("tar", str(path), _sha256_file(path), size=path.stat().st_size)
 
 
@@ -86,9 +94,16 @@ def _read_member(tf: tarfile.TarFile, name: str) -> bytes:
     return f.read()
 
 
-def _inspect_save(path: Path, tf: tarfile.TarFile) -> SourceInfo:
+def _inspect_save(path: Path, tf: tarfile.TarFile) -> SourceInfo | None:
     try:
         manifest: list[dict[str, Any]] = json.loads(_read_member(tf, "manifest.json"))
+    except ValueError:
+        return None  # a rootfs that happens to hold /manifest.json
+    if not isinstance(manifest, list) or not all(
+        isinstance(x, dict) and "Layers" in x for x in manifest
+    ):
+        return None
+    try:
         if len(manifest) != 1:
             raise UsageError(
                 f"{path}: docker save archive holds {len(manifest)} images",
@@ -115,29 +130,24 @@ def _inspect_save(path: Path, tf: tarfile.TarFile) -> SourceInfo:
     )
 
 
-@contextmanager
-def _layer(outer: tarfile.TarFile, name: str) -> Iterator[tarfile.TarFile]:
-    f = outer.extractfile(name)
-    if f is None:
-        raise UsageError(f"docker save archive: layer {name} is not a file")
-    with tarfile.open(fileobj=f, mode="r:*") as tf:
-        yield tf
-
-
 def apply_archive(info: SourceInfo, writer: Writer) -> None:
     """Write an archive: plain tar as is; docker save layer by layer with whiteouts applied."""
     path = Path(info.ref)
     if info.kind == "tar":
-        with path.open("rb") as f:
-            apply_stream(f, writer, info.ref)
+        with path.open("rb", buffering=BUFSIZE) as f:
+            apply_stream(_decompressed(f), writer, info.ref)
         return
     writer.layered = True
     with _open_tar(path) as outer:
         for name in info.layers:
-            with _layer(outer, name) as tf:
-                # First the whiteouts (they hide lower layers only), then the layer's files.
-                for ti in tf.getmembers():
-                    target = whiteout_target(from_tarinfo(ti).path)
-                    if target is not None:
-                        writer.whiteout(*target)
-                _apply(tf, writer, layered=True)
+            layer = outer.extractfile(name)
+            if layer is None:
+                raise UsageError(f"{path}: layer {name} is not a file")
+            where = f"{path}:{name}"
+            stream = _decompressed(layer)
+            # First the whiteouts (they hide lower layers only), then the layer's files.
+            outs = [t for m, _ in read_members(stream, where) if (t := whiteout_target(m.path))]
+            for target, opaque in outs:
+                writer.whiteout(target, opaque)
+            layer.seek(0)
+            apply_stream(_decompressed(layer), writer, where, layered=True)

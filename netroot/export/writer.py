@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, Protocol
 
 from netroot.export.manifest import Entry, xattr_items
 from netroot.export.members import S_IFMT_OF, Kind, Member, TreeGuard
@@ -23,6 +23,11 @@ from netroot.export.members import S_IFMT_OF, Kind, Member, TreeGuard
 CHUNK = 1 << 20
 BUFFER_LIMIT = 32 << 20  # files up to this size are hashed before writing, to allow reuse
 O_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class Readable(Protocol):
+    def read(self, n: int = -1, /) -> bytes: ...
+
 
 Progress = Callable[[int, int], None]  # (bytes so far, members so far)
 
@@ -110,7 +115,7 @@ class Writer:
         for key, value in m.xattrs.items():
             os.setxattr(full, key, value, follow_symlinks=False)
 
-    def apply(self, m: Member, data: IO[bytes] | None) -> None:
+    def apply(self, m: Member, data: Readable | None) -> None:
         """Write one member (its content read from `data` for regular files)."""
         parents = self.guard.missing_parents(m.path)
         existed = m.path in self.guard.kinds
@@ -155,9 +160,11 @@ class Writer:
 
     def _entry(self, m: Member) -> Entry:
         data = f"{m.devmajor}:{m.devminor}" if m.kind in (Kind.CHAR, Kind.BLOCK) else ""
+        mode = m.mode
         if m.kind is Kind.SYMLINK:
             data = m.linkname
-        return Entry(m.kind.value, m.mode, m.uid, m.gid, m.size, m.mtime_ns, data,
+            mode = 0o777  # Linux symlinks have no mode of their own
+        return Entry(m.kind.value, mode, m.uid, m.gid, m.size, m.mtime_ns, data,
                      xattr_items(m.xattrs))  # fmt: skip
 
     def _dir(self, m: Member, full: str) -> None:
@@ -179,7 +186,7 @@ class Writer:
         self.expected[m.path] = self._entry(m)
         self.dir_times[m.path] = m.mtime_ns
 
-    def _file(self, m: Member, full: str, data: IO[bytes] | None, entry: Entry) -> Entry:
+    def _file(self, m: Member, full: str, data: Readable | None, entry: Entry) -> Entry:
         assert data is not None or m.size == 0
         h = hashlib.sha256()
         prev = self.reuse.candidate(m.path, entry) if self.reuse else None

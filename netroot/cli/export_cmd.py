@@ -1,0 +1,260 @@
+"""`netroot export`, `versions`, `verify`, `prune`: the versioned export tree."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from netroot.cli.context import AppContext, get
+from netroot.errors import Exit, NetrootError, UsageError
+
+DEFAULT_ROOT = Path("/srv/netroot")
+ROOT_HELP = (
+    "Export root (default: the inventory's NFS server netroot_export_root, else /srv/netroot)."
+)
+EXPORT_EPILOG = (
+    "Exit codes: 0 exported (or already there), 1 failed (current unchanged), 2 bad input "
+    "(unknown image, not a tar, unsafe archive member, unwritable root), 5 Docker engine "
+    "unreachable or disk full."
+)
+
+
+def _inventory_or_none(app: AppContext) -> Any:
+    from netroot.inventory import default_path
+
+    if app.inventory_path is None and not default_path().exists():
+        return None  # no inventory at all is fine here: the built-in default applies
+    return app.inventory()
+
+
+def _root(app: AppContext, root: Path | None) -> Path:
+    if root is not None:
+        return root
+    inv = _inventory_or_none(app)
+    if inv is not None and inv.servers:
+        return Path(inv.server.export_root)
+    return DEFAULT_ROOT
+
+
+def _protected(app: AppContext, name: str) -> set[str]:
+    """Versions that boards are pinned to in the inventory (never pruned)."""
+    inv = _inventory_or_none(app)
+    if inv is None:
+        return set()
+    return {b.version for b in inv.boards.values() if b.version and b.image == name}
+
+
+@contextmanager
+def _progress(app: AppContext, total: int) -> Iterator[Callable[[int, int], None] | None]:
+    if not app.out.show_progress:
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TransferSpeedColumn,
+    )
+
+    with Progress(
+        TextColumn("export"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TextColumn("{task.fields[files]} files"),
+        TimeElapsedColumn(),
+        console=app.out.err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("export", total=total or None, files=0)
+
+        def update(done: int, files: int) -> None:
+            bar.update(task, completed=done, files=files)
+
+        yield update
+
+
+def export(
+    ctx: typer.Context,
+    source: str = typer.Argument(
+        ..., help="Image in the local engine (repo:tag or id), or a rootfs / docker-save tar."
+    ),
+    name: str | None = typer.Option(None, "--name", help="Export name (default: repository)."),
+    root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
+    keep: int | None = typer.Option(None, "--keep", min=1, help="Then prune to N versions."),
+    keep_host_keys: bool = typer.Option(
+        False, "--keep-host-keys", help="Keep baked SSH host keys (shared by every board)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+) -> None:
+    """Export an image's filesystem as a new verified version; switch `current` to it."""
+    from netroot.export import service, sources
+    from netroot.export.manifest import default_name
+
+    app = get(ctx)
+    export_root = _root(app, root)
+    path = Path(source)
+    if path.exists():
+        info = sources.inspect_archive(path)
+
+        def apply(writer: Any) -> None:
+            sources.apply_archive(info, writer)
+    else:
+        from netroot.adapters import docker
+
+        client = docker.client()
+        info = docker.find_image(client, source)
+
+        def apply(writer: Any) -> None:
+            with docker.export_stream(client, info.digest) as stream:
+                sources.apply_stream(stream, writer, source)
+
+    if name is None:
+        ref = info.repo_tags[0] if info.kind != "tar" and info.repo_tags else source
+        if ref.startswith("sha256:") or (info.kind == "image" and not info.repo_tags):
+            raise UsageError(f"{source}: no repository name to use", "pass --name NAME")
+        name = default_name(ref)
+    protected = _protected(app, name) if keep else set()
+    with _progress(app, info.size) as progress:
+        result = service.export(
+            info,
+            apply,
+            export_root,
+            name,
+            keep=keep,
+            keep_host_keys=keep_host_keys,
+            protected=protected,
+            progress=progress,
+        )
+    m = result.manifest
+    if result.noop:
+        app.out.info(f"{name} {m.version} is already exported (no-op)")
+    summary = m.summary() | {
+        "noop": result.noop,
+        "current": m.version,
+        "switched": result.switched,
+        "pruned": result.pruned,
+        "seconds": round(result.seconds, 3),
+        "path": str(export_root / name / "versions" / m.version),
+    }
+    if as_json:
+        app.out.json(summary)
+        return
+    rows: list[list[object]] = [
+        ["version", m.version],
+        ["state", "already exported (no-op)" if result.noop else "new version"],
+        ["current", f"-> versions/{m.version}" + ("" if result.switched else " (unchanged)")],
+        ["source", f"{m.source['kind']} {m.source['ref']}"],
+        ["image id", m.image_id],
+        ["files", m.files],
+        ["bytes", m.bytes],
+        ["reused", f"{m.reused_files} files from {m.reused_from or '-'}"],
+        ["tree hash", m.tree_hash],
+        ["leftovers", "; ".join(f"{c['path']} {c['action']}" for c in m.leftovers) or "-"],
+        ["path", summary["path"]],
+        ["seconds", summary["seconds"]],
+    ]
+    if result.pruned:
+        rows.append(["pruned", ", ".join(result.pruned)])
+    app.out.table(f"export {name}", ["", ""], rows)
+
+
+def versions(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Export name."),
+    root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
+    as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+) -> None:
+    """The versions of NAME, oldest first, and which one is current."""
+    from netroot.export import service
+    from netroot.export.manifest import Layout, check_name
+
+    app = get(ctx)
+    layout = Layout(_root(app, root), check_name(name))
+    found = service.list_versions(layout)
+    current = service.current_id(layout)
+    if as_json:
+        app.out.json({"name": name, "current": current, "versions": [m.summary() for m in found]})
+        return
+    app.out.table(
+        f"{name} under {layout.root}",
+        ["", "version", "exported", "image", "tags", "files", "bytes", "tree hash"],
+        [
+            [
+                "*" if m.version == current else "",
+                m.version,
+                m.exported_at[:19],
+                m.image_id[:19],
+                ",".join(m.repo_tags) or m.source.get("ref", ""),
+                m.files,
+                m.bytes,
+                m.tree_hash[:19],
+            ]
+            for m in found
+        ],
+    )
+
+
+def _split(target: str) -> tuple[str, str | None]:
+    name, _, vid = target.partition("@")
+    return name, vid or None
+
+
+def verify(
+    ctx: typer.Context,
+    target: str = typer.Argument(..., help="NAME (its current version) or NAME@ID."),
+    root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
+    as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+) -> None:
+    """Re-hash a version's tree against its manifest; exit 3 with the differing paths."""
+    from netroot.export import service
+
+    app = get(ctx)
+    name, vid = _split(target)
+    manifest, differences = service.verify(_root(app, root), name, vid)
+    if as_json:
+        app.out.json({"name": name, "version": manifest.version, "ok": not differences,
+                      "tree_hash": manifest.tree_hash, "differences": differences})  # fmt: skip
+    else:
+        for line in differences:
+            app.out.out.print(line, highlight=False, markup=False)
+        if not differences:
+            app.out.info(f"{name}@{manifest.version}: ok ({manifest.files} entries)")
+    if differences:
+        raise NetrootError(
+            f"{name}@{manifest.version}: {len(differences)} paths differ from the manifest",
+            "a version must never change in place; re-export the image to a new version",
+            Exit.CHECKS,
+        )
+
+
+def prune(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Export name."),
+    keep: int = typer.Option(..., "--keep", min=1, help="Versions to keep (newest)."),
+    root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
+    as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+) -> None:
+    """Remove all but the newest N versions (never current, never a board's pinned one)."""
+    from netroot.export import service
+
+    app = get(ctx)
+    removed = service.prune(_root(app, root), name, keep, _protected(app, name))
+    if as_json:
+        app.out.json({"name": name, "removed": removed})
+    else:
+        listed = (": " + ", ".join(removed)) if removed else ""
+        app.out.info(f"removed {len(removed)} versions{listed}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command(epilog=EXPORT_EPILOG)(export)
+    app.command(epilog="Exit codes: 0 ok, 2 unknown name.")(versions)
+    app.command(epilog="Exit codes: 0 tree matches, 3 paths differ, 2 unknown version.")(verify)
+    app.command(epilog="Exit codes: 0 ok, 1 failed, 2 bad input.")(prune)
