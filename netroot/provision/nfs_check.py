@@ -141,7 +141,7 @@ def check_exports(text: str) -> list[Problem]:
                 continue
             path, rest = entry[1:end], entry[end + 1 :]
         else:
-            path, _, rest = entry.partition(" ")
+            path, _, rest = entry.replace("\t", " ").partition(" ")
         if not path.startswith("/"):
             problems.append(Problem(no, f"export path {path!r} is not absolute"))
             continue

@@ -1,0 +1,221 @@
+"""The server role through the real ansible-runner against a real sshd host (in a netns).
+
+Ganesha: exports applied, served only to the listed board addresses, idempotent, hand-written
+lines kept. Kernel backend: /etc/exports block (no nfsd needed: the file is validated by the
+role's checker, not applied), lines outside kept byte for byte, a bad file never applied.
+A board that is down is reported unreachable while the server completes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from netroot.errors import Exit
+from netroot.inventory import load
+from netroot.provision.render import Renderer
+from netroot.provision.service import ProvisionResult, provision
+from tests.integration.provision_hosts import (
+    NetnsHost,
+    available,
+    make_export_tree,
+    netns_host,
+    write_inventory,
+)
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(bool(available()), reason=available() or "ok"),
+]
+
+VERSION_A = "a1" * 6
+VERSION_B = "b2" * 6
+HAND_WRITTEN_GANESHA = "# hand-written: keep me\nMDCACHE {\n\tEntries_HWMark = 5000;  \n}\n"
+HAND_WRITTEN_EXPORTS = (
+    "# /etc/exports: the administrator's own lines\n"
+    "/srv/data\t192.0.2.10(rw,sync,no_subtree_check)   \n"
+    '"/srv/with space" 192.0.2.11(ro)\n'
+    "\n"
+)
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsHost]:
+    with netns_host(tmp_path_factory.mktemp("netns")) as h:
+        yield h
+
+
+def _inventory(host: NetnsHost, tmp: Path, server_vars: dict[str, Any]) -> Path:
+    root = tmp / "export"
+    make_export_tree(root, "img-a", VERSION_A)
+    make_export_tree(root, "img-b", VERSION_B)
+    prefix = host.address.rsplit(".", 1)[0]
+    down = {"ansible_host": host.spare}
+    data = {
+        "all": {
+            "vars": host.inventory_vars(),
+            "children": {
+                "nfs_servers": {
+                    "hosts": {
+                        "nfs-t": {
+                            "ansible_host": host.address,
+                            "netroot_export_root": str(root),
+                            "netroot_nfs_address": host.address,
+                            "netroot_nfs_bin_dir": str(tmp / "bin"),
+                            "netroot_nfs_install_packages": False,
+                            **server_vars,
+                        }
+                    }
+                },
+                "boards": {
+                    "hosts": {
+                        # pi-a is the test process itself (the veth's host end): it may mount.
+                        "pi-a": {
+                            **down,
+                            "netroot_address": host.host_address,
+                            "netroot_image": "img-a",
+                        },
+                        "pi-b": {
+                            **down,
+                            "netroot_address": f"{prefix}.3",
+                            "netroot_image": "img-b",
+                        },
+                    }
+                },
+            },
+        }
+    }
+    (tmp / "bin").mkdir(exist_ok=True)
+    return write_inventory(tmp / "inventory.yml", data)
+
+
+def _run(inventory: Path, targets: list[str], **kw: Any) -> ProvisionResult:
+    events: list[dict[str, Any]] = []
+    result = provision(
+        load(inventory), targets, on_event=lambda e, _s: events.append(dict(e)), **kw
+    )
+    record = os.environ.get("NETROOT_RECORD_EVENTS")  # how the unit tests' fixtures were made
+    if record:
+        name = "-".join(targets) or "all"
+        Path(record, f"{inventory.parent.name}-{name}.json").write_text(json.dumps(events))
+    return result
+
+
+def _nfs_ls(url: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["nfs-ls", url], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.skipif(shutil.which("ganesha.nfsd") is None, reason="nfs-ganesha not installed")
+def test_ganesha_exports_only_to_listed_boards_and_is_idempotent(
+    host: NetnsHost, tmp_path: Path
+) -> None:
+    conf = tmp_path / "ganesha.conf"
+    conf.write_text(HAND_WRITTEN_GANESHA)
+    inventory = _inventory(
+        host,
+        tmp_path,
+        {
+            "netroot_nfs_backend": "ganesha",
+            "netroot_nfs_ganesha_conf": str(conf),
+            "netroot_nfs_ganesha_pidfile": str(host.workdir / "ganesha.pid"),
+            "netroot_nfs_ganesha_log": str(tmp_path / "ganesha.log"),
+            "netroot_nfs_ganesha_service": "script",
+        },
+    )
+    first = _run(inventory, ["nfs-t"])
+    assert first.exit_code == Exit.OK, first.as_dict()
+    assert first.summary.hosts["nfs-t"].changed > 0
+    text = conf.read_text()
+    assert text.startswith(HAND_WRITTEN_GANESHA)
+    rendered = Renderer(load(inventory)).render_server("nfs-t")[0].text
+    assert rendered.strip() in text  # Python's dry run renders what Ansible wrote
+
+    status = host.exec(str(tmp_path / "bin" / "netroot-ganesha"), "status", check=False)
+    assert status.stdout.startswith("running"), status
+
+    root = tmp_path / "export"
+    allowed = _nfs_ls(f"nfs://{host.address}{root}/img-a/versions/")
+    assert allowed.returncode == 0, allowed.stderr
+    assert VERSION_A in allowed.stdout
+    refused = _nfs_ls(f"nfs://{host.address}{root}/img-b/versions/")
+    assert refused.returncode != 0  # img-b is exported to pi-b's address only
+    assert VERSION_B not in refused.stdout
+
+    second = _run(inventory, ["nfs-t"])
+    assert second.exit_code == Exit.OK
+    assert second.summary.hosts["nfs-t"].changed == 0, second.as_dict()
+
+
+def test_kernel_exports_keep_hand_written_lines_byte_for_byte(
+    host: NetnsHost, tmp_path: Path
+) -> None:
+    exports = tmp_path / "exports"
+    exports.write_bytes(HAND_WRITTEN_EXPORTS.encode())
+    inventory = _inventory(
+        host,
+        tmp_path,
+        {
+            "netroot_nfs_backend": "kernel",
+            "netroot_nfs_exports_file": str(exports),
+            "netroot_nfs_manage_service": False,  # no nfsd on this kernel: validate, not apply
+        },
+    )
+    result = _run(inventory, ["nfs-t"])
+    assert result.exit_code == Exit.OK, result.as_dict()
+    data = exports.read_bytes()
+    assert data.startswith(HAND_WRITTEN_EXPORTS.encode())
+    block = data[len(HAND_WRITTEN_EXPORTS) :].decode()
+    rendered = Renderer(load(inventory)).render_server("nfs-t")[0].text
+    assert (
+        block == f"# BEGIN netroot managed block\n{rendered.strip()}\n# END netroot managed block\n"
+    )
+    assert f"{tmp_path}/export/img-a {host.host_address}(ro," in block
+    assert "*" not in block
+
+    again = _run(inventory, ["nfs-t"])
+    assert again.summary.hosts["nfs-t"].changed == 0, again.as_dict()
+
+    # A new board changes the block while the administrator's part has a syntax error: the
+    # checker refuses the whole candidate, nothing is applied, the old file keeps serving.
+    broken = data.replace(b"/srv/data", b"srv/data")
+    exports.write_bytes(broken)
+    inv_data = yaml.safe_load(inventory.read_text())
+    boards = inv_data["all"]["children"]["boards"]["hosts"]
+    boards["pi-c"] = {**boards["pi-a"], "netroot_address": host.address.rsplit(".", 1)[0] + ".4"}
+    write_inventory(inventory, inv_data)
+    failed = _run(inventory, ["nfs-t"])
+    assert failed.exit_code == Exit.FAILED
+    assert exports.read_bytes() == broken
+    messages = " ".join(f.message for f in failed.summary.failures)
+    assert "not absolute" in messages, failed.as_dict()
+
+
+def test_board_down_is_unreachable_while_the_server_completes(
+    host: NetnsHost, tmp_path: Path
+) -> None:
+    exports = tmp_path / "exports"
+    inventory = _inventory(
+        host,
+        tmp_path,
+        {
+            "netroot_nfs_backend": "kernel",
+            "netroot_nfs_exports_file": str(exports),
+            "netroot_nfs_manage_service": False,
+        },
+    )
+    result = _run(inventory, [], all_hosts=True)
+    assert result.summary.hosts["nfs-t"].state in ("ok", "changed")
+    assert result.summary.hosts["nfs-t"].failed == 0
+    for board in ("pi-a", "pi-b"):
+        assert result.summary.hosts[board].state == "unreachable", result.as_dict()
+    assert {f.host for f in result.summary.failures if f.unreachable} == {"pi-a", "pi-b"}
+    assert result.exit_code == Exit.UNREACHABLE
+    assert exports.exists()

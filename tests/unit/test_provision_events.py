@@ -1,0 +1,102 @@
+"""The event -> summary model, from events recorded in real runs (tests/integration, trimmed to
+the fields the model reads: NETROOT_RECORD_EVENTS=DIR makes the integration tests save them)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from netroot.errors import Exit
+from netroot.provision.events import Summary, summarize
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _events(name: str) -> list[dict[str, Any]]:
+    data = json.loads((FIXTURES / f"provision_events_{name}.json").read_text())
+    assert isinstance(data, list)
+    return data
+
+
+def test_board_down_is_unreachable_and_the_server_completes() -> None:
+    summary = summarize(_events("unreachable"))
+    assert summary.hosts["nfs-t"].state == "changed"
+    assert summary.hosts["nfs-t"].failed == 0
+    assert summary.hosts["pi-a"].state == summary.hosts["pi-b"].state == "unreachable"
+    assert {(f.host, f.unreachable) for f in summary.failures} == {("pi-a", True), ("pi-b", True)}
+    assert all("No route to host" in f.message for f in summary.failures)
+    assert summary.exit_code == Exit.UNREACHABLE
+
+
+def test_second_run_reports_nothing_changed() -> None:
+    summary = summarize(_events("ganesha_idempotent"))
+    assert summary.hosts["nfs-t"].changed == 0
+    assert summary.hosts["nfs-t"].ok > 5
+    assert summary.failures == []
+    assert summary.exit_code == Exit.OK
+
+
+def test_failed_task_is_named_with_its_message() -> None:
+    summary = summarize(_events("validate_failed"))
+    assert summary.exit_code == Exit.FAILED
+    [failure] = summary.failures
+    assert failure.host == "nfs-t"
+    assert failure.task == "Exports in /etc/exports (marked block)"
+    assert "failed to validate" in failure.message and "not absolute" in failure.message
+
+
+def test_counts_from_events_agree_with_ansibles_recap() -> None:
+    for name in ("unreachable", "ganesha_idempotent", "validate_failed"):
+        events = _events(name)
+        live = Summary()
+        for event in events:
+            if event["event"] != "playbook_on_stats":
+                live.apply(event)
+        final = summarize(events)
+        for host, stats in final.hosts.items():
+            assert live.hosts[host].changed == stats.changed, (name, host)
+            assert live.hosts[host].failed == stats.failed, (name, host)
+            assert live.hosts[host].unreachable == stats.unreachable, (name, host)
+
+
+def test_progress_follows_tasks_and_hosts() -> None:
+    summary = Summary()
+    for event in _events("ganesha_idempotent")[:12]:
+        summary.apply(event)
+    assert summary.progress.play == "NFS server"
+    assert summary.progress.tasks_started > 0
+    assert "nfs-t" in summary.progress.last
+
+
+def test_diff_of_a_changed_file_is_collected() -> None:
+    summary = Summary()
+    summary.apply(
+        {
+            "event": "runner_on_ok",
+            "event_data": {
+                "host": "nfs-01",
+                "task": "Exports",
+                "res": {
+                    "changed": True,
+                    "diff": [{"before": "a\n", "after": "a\nb\n", "before_header": "/etc/exports"}],
+                },
+            },
+        }
+    )
+    [change] = summary.changes
+    assert change.host == "nfs-01" and "+b" in change.diff
+    assert summary.as_dict()["changes"][0]["task"] == "Exports"
+
+
+def test_ignored_and_rescued_failures_are_not_the_outcome() -> None:
+    summary = Summary()
+    summary.apply({"event": "runner_on_failed", "event_data": {"host": "h", "task": "t",
+                   "ignore_errors": True, "res": {"msg": "x"}}})  # fmt: skip
+    assert summary.failures == [] and summary.hosts["h"].ignored == 1
+    summary.apply({"event": "runner_on_failed", "event_data": {"host": "h", "task": "block",
+                   "res": {"msg": "rescued"}}})  # fmt: skip
+    summary.apply(
+        {"event": "playbook_on_stats", "event_data": {"ok": {"h": 3}, "rescued": {"h": 1}}}
+    )
+    assert summary.failures == [] and summary.exit_code == Exit.OK

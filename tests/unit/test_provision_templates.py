@@ -1,0 +1,125 @@
+"""Golden files of every rendered template, and StrictUndefined errors that name the place.
+
+Regenerate the golden files after an intended template change with
+`NETROOT_UPDATE_GOLDEN=1 .venv/bin/pytest tests/unit/test_provision_templates.py` and review
+the diff like code.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from netroot.inventory import load
+from netroot.paths import project_file
+from netroot.provision.nfs_check import BEGIN, END, check_exports, check_ganesha
+from netroot.provision.render import BOARD_ROLE, Renderer, TemplateProblem
+
+HERE = Path(__file__).parent
+GOLDEN = HERE / "golden"
+INVENTORY = HERE / "fixtures" / "provision_inventory.yml"
+TEMPLATES = project_file("templates")
+
+
+def _renderer() -> Renderer:
+    return Renderer(load(INVENTORY))
+
+
+def _cases() -> list[tuple[str, str, str | None]]:
+    # (host, kind, version): every template is rendered by at least one case.
+    return [
+        ("nfs-01", "server", None),
+        ("nfs-kernel", "server", None),
+        ("pi-01", "board", None),
+        ("pi-02", "board", "fedcba9876543210"),
+        ("pi-03", "board", "0123456789abcdef"),
+    ]
+
+
+def _render_all() -> dict[str, str]:
+    renderer = _renderer()
+    files: dict[str, str] = {}
+    for host, kind, version in _cases():
+        rendered = (
+            renderer.render_server(host)
+            if kind == "server"
+            else renderer.render_board(host, version)
+        )
+        for r in rendered:
+            files[f"{host}__{r.template.removesuffix('.j2')}"] = r.text
+    return files
+
+
+def test_rendered_templates_match_the_golden_files() -> None:
+    files = _render_all()
+    if os.environ.get("NETROOT_UPDATE_GOLDEN"):
+        for old in GOLDEN.glob("*__*"):
+            old.unlink()
+        for name, text in files.items():
+            (GOLDEN / name).write_text(text)
+    expected = {p.name: p.read_text() for p in GOLDEN.glob("*__*")}
+    assert sorted(files) == sorted(expected)
+    for name, text in files.items():
+        assert text == expected[name], f"{name} differs from tests/unit/golden/{name}"
+
+
+def test_every_template_has_a_golden_file() -> None:
+    rendered = {name.split("__", 1)[1] for name in _render_all()}
+    # _board.j2 and _exports.json.j2 are imported/consumed by the others, never written alone.
+    written = {
+        p.name.removesuffix(".j2") for p in TEMPLATES.glob("*.j2") if not p.name.startswith("_")
+    }
+    assert written == rendered
+
+
+def test_rendered_exports_pass_the_servers_checker() -> None:
+    files = _render_all()
+    assert check_exports(f"{BEGIN}\n{files['nfs-kernel__exports']}{END}\n") == []
+    assert check_ganesha(f"{BEGIN}\n{files['nfs-01__ganesha.conf']}{END}\n") == []
+
+
+def test_exports_are_read_only_and_only_to_the_boards_of_each_image() -> None:
+    exports = {e["image"]: e for e in _renderer().server_exports("nfs-kernel")}
+    assert exports["raspbian"]["clients"] == ["10.77.0.11", "10.77.0.12"]
+    assert exports["other"]["clients"] == ["10.77.0.13"]
+    assert exports["raspbian"]["export_id"] == 7  # the inventory's override
+    assert exports["raspbian"]["path"] == "/srv/netroot/raspbian"  # trailing / of the root
+    # Stable ids: another image does not renumber this one.
+    assert _renderer().server_exports("nfs-01")[0]["fsid"] == exports["other"]["fsid"]
+
+
+def _line_of(template: str, needle: str) -> int:
+    lines = (TEMPLATES / template).read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if needle in line)
+
+
+def test_missing_variable_names_template_line_and_host() -> None:
+    renderer = _renderer()
+    del renderer._defaults[BOARD_ROLE]["netroot_board_mount_retries"]
+    with pytest.raises(TemplateProblem) as info:
+        renderer.render_board("pi-02")
+    problem = info.value
+    assert (problem.template, problem.host) == ("netroot-mount.j2", "pi-02")
+    assert problem.line == _line_of("netroot-mount.j2", "RETRIES={{")
+    assert "netroot_board_mount_retries" in problem.message
+    assert problem.message.startswith(f"template netroot-mount.j2:{problem.line} for host pi-02")
+
+
+def test_missing_variable_in_an_imported_template_names_that_template() -> None:
+    renderer = _renderer()
+    del renderer._defaults[BOARD_ROLE]["netroot_board_nfs_version"]
+    with pytest.raises(TemplateProblem) as info:
+        renderer.render_board("pi-01")
+    assert info.value.template == "_board.j2"
+    assert info.value.line == _line_of("_board.j2", "set nfs_version")
+    assert info.value.host == "pi-01"
+
+
+def test_inventory_override_wins_over_role_default() -> None:
+    text = dict(_render_all())["pi-03__netroot-mount"]
+    assert "OPTIONS=vers=4.1,proto=tcp,hard,timeo=600,retrans=2" in text
+    assert text.count(",noatime,nconnect=2,ro") == 1
+    v3 = dict(_render_all())["pi-02__netroot-mount"]
+    assert "vers=3," in v3 and ",nolock," in v3 and "LAYER=tmpfs" in v3
