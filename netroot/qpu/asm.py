@@ -82,8 +82,8 @@ def _field(name: str, value: int | bool, bits: int) -> int:
 
 
 def _high_common(
-    sig: int, unpack: int, pm: int, pack: int, cond_add: int, cond_mul: int, sf: bool,
-    ws: bool, waddr_add: int, waddr_mul: int,
+    sig: int, unpack: int, pm: int, pack: int, cond_add: int, cond_mul: int, sf: int,
+    ws: int, waddr_add: int, waddr_mul: int,
 ) -> int:  # fmt: skip
     return (
         _field("sig", sig, 4) << 60
@@ -101,8 +101,8 @@ def _high_common(
 
 def alu(
     *, sig: int = SIG_NONE, unpack: int = 0, pm: int = 0, pack: int = 0,
-    cond_add: int = COND["never"], cond_mul: int = COND["never"], sf: bool = False,
-    ws: bool = False, waddr_add: int = W_NOP, waddr_mul: int = W_NOP, op_mul: int = 0,
+    cond_add: int = COND["never"], cond_mul: int = COND["never"], sf: int = False,
+    ws: int = False, waddr_add: int = W_NOP, waddr_mul: int = W_NOP, op_mul: int = 0,
     op_add: int = 0, raddr_a: int = R_NOP, raddr_b: int = R_NOP, add_a: int = 0,
     add_b: int = 0, mul_a: int = 0, mul_b: int = 0,
 ) -> int:  # fmt: skip
@@ -124,7 +124,7 @@ def alu(
 
 def load_imm32(
     *, value: int, pm: int = 0, pack: int = 0, cond_add: int = COND["always"],
-    cond_mul: int = COND["never"], sf: bool = False, ws: bool = False,
+    cond_mul: int = COND["never"], sf: int = False, ws: int = False,
     waddr_add: int = W_NOP, waddr_mul: int = W_NOP,
 ) -> int:  # fmt: skip
     """Load immediate, 32-bit form (unpack field 0): `value` goes to every lane."""
@@ -144,8 +144,8 @@ def semaphore(*, number: int, decrement: bool) -> int:
 
 
 def branch(
-    *, cond_br: int, immediate: int, rel: bool = True, reg: bool = False, raddr_a: int = 0,
-    ws: bool = False, waddr_add: int = W_NOP, waddr_mul: int = W_NOP,
+    *, cond_br: int, immediate: int, rel: int = True, reg: int = False, raddr_a: int = 0,
+    ws: int = False, waddr_add: int = W_NOP, waddr_mul: int = W_NOP,
 ) -> int:  # fmt: skip
     """Branch: target = address of the branch + 4 instructions + immediate (bytes, if rel)."""
     if not -(1 << 31) <= immediate < (1 << 31):

@@ -102,6 +102,8 @@ class FakeMailbox:
 class FakeBoard:
     """FAKE Platform: a Raspberry Pi as `scenario` scripts it (see SCENARIOS)."""
 
+    emulated = True  # the smoke program labels every result of a FakeBoard as emulated
+
     def __init__(self, scenario: str = "healthy") -> None:
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown fake scenario {scenario!r}; one of {', '.join(SCENARIOS)}")

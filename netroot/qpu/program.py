@@ -132,7 +132,7 @@ def document(mode: str, stages: list[Stage], ctx: Context | None) -> dict[str, A
         "emulator_gflops": facts.get("emulator_gflops"),
         "board": facts.get("board"),
     }
-    emulated = mode == "emulate"
+    emulated = bool(ctx and ctx.emulated)
     return {
         "program": "netroot-qpu-smoke",
         "format": 1,
@@ -159,12 +159,13 @@ def run(
             for sid in smoke.TITLES
         ]
         return document(mode, stages, None)
-    emulated = mode == "emulate"
+    # A FAKE board is emulated whatever the mode: its numbers are never the GPU's.
+    emulated = mode == "emulate" or bool(getattr(platform, "emulated", False))
     iterations = madd_iterations or (
         EMULATED_MADD_ITERATIONS if emulated else HARDWARE_MADD_ITERATIONS
     )
     ctx = Context(platform, kernels, iterations, emulated=emulated)
-    stages = run_stages(ctx, "require" if emulated else mode)
+    stages = run_stages(ctx, "require" if mode == "emulate" else mode)
     if emulated:
         stages = [_mark_emulated(s) for s in stages]
     return document(mode, stages, ctx)

@@ -1,0 +1,133 @@
+"""Every scripted failure of the FAKE board: the exact stage, diagnosis and exit code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from netroot.qpu import fake, kernels, program
+from netroot.qpu.report import from_dict
+
+KERNELS = {k.name: k.words for k in kernels.all_kernels().values()}
+
+# scenario -> (stage that decides, its status under auto, exact diagnosis, exit code under auto)
+EXPECTED = {
+    "not_a_pi": ("S0", "skip", "no VideoCore IV on this board: no /dev/vcio, device tree model "
+                 "'linux,dummy-virt'", 0),
+    "no_vcio": ("S0", "fail", "/dev/vcio is missing in the chroot of this Raspberry Pi 3 Model B "
+                "Rev 1.2: /dev is not bind-mounted into the chroot, or the kernel has no vcio "
+                "driver", 3),
+    "not_root": ("S0", "fail", "not root: the mailbox and /dev/mem need root", 3),
+    "pi4": ("S1", "skip", "unsupported board: Raspberry Pi 4B, BCM2711, 4096 MB (revision "
+            "0xc03111) has a VideoCore VI, not a VideoCore IV", 0),
+    "qemu": ("S2", "skip", "no VideoCore IV on this board: firmware revision 346337 is QEMU's "
+             "emulated Raspberry Pi firmware (an emulated board)", 0),
+    "vc4_owns_v3d": ("S3", "fail", "the kernel's vc4 driver owns V3D (dtoverlay=vc4-kms-v3d or "
+                     "vc4-fkms-v3d): the firmware refuses to enable or execute the QPUs", 3),
+    "enable_refused": ("S5", "fail", "the firmware refused to enable the QPUs", 3),
+    "devmem_eperm": ("S6", "fail", "/dev/mem refused the mapping: the kernel restricts /dev/mem "
+                     "(CONFIG_STRICT_DEVMEM) or the process is not root / lacks CAP_SYS_RAWIO", 3),
+    "gpu_mem_small": ("S7", "fail", "the firmware could not allocate GPU memory: gpu_mem is 16 "
+                      "MiB (gpu_mem=16 disables 3D) or a cut-down firmware (start_cd.elf) runs",
+                      3),
+    "execute_timeout": ("S8", "fail", "the firmware's execute timed out after 100 ms (reply "
+                        "0x80000000): the QPU program hung (scripted hang)", 3),
+    "kernel_etimedout": ("S8", "fail", "the kernel's mailbox driver gave up waiting for the "
+                         "firmware ([Errno 110] Connection timed out): the firmware is stuck", 3),
+    "wrong_lanes": ("S8", "fail", "QPU 0: wrong lanes: the right values in the wrong lanes "
+                    "(lane 0 holds the value of lane 15)", 3),
+    "no_dma_store": ("S8", "fail", "QPU 0: no DMA store: all 16 output words still hold the "
+                     "sentinel 0xdeadbeef", 3),
+}  # fmt: skip
+
+
+def run(scenario: str, mode: str) -> dict[str, Any]:
+    return program.run(mode, fake.FakeBoard(scenario), KERNELS, madd_iterations=2)
+
+
+def by_id(doc: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return {s["id"]: s for s in doc["stages"]}
+
+
+def strip(text: str) -> str:
+    return text.removeprefix(f"{program.EMULATED}: ")
+
+
+def test_every_scripted_failure_has_an_expectation() -> None:
+    assert set(EXPECTED) | {"healthy"} == set(fake.SCENARIOS)
+
+
+@pytest.mark.parametrize("scenario", sorted(EXPECTED))
+def test_scripted_failure_under_auto(scenario: str) -> None:
+    sid, status, diagnosis, code = EXPECTED[scenario]
+    doc = run(scenario, "auto")
+    stages = by_id(doc)
+    assert stages[sid]["status"] == status
+    assert strip(stages[sid]["diagnosis"]) == diagnosis
+    assert stages[sid]["remedy"]
+    assert doc["summary"]["exit_code"] == code
+    order = [s["id"] for s in doc["stages"]]
+    assert order == [f"S{i}" for i in range(12)]
+    # Everything before the deciding stage ran; everything after it was skipped.
+    for later in order[order.index(sid) + 1 : -1]:
+        assert stages[later]["status"] == "skip"
+    assert stages["S11"]["status"] in ("pass", "skip")  # cleanup always ran, cleanly
+    from_dict(doc)  # the lead's model accepts it
+
+
+@pytest.mark.parametrize("scenario", ["not_a_pi", "pi4", "qemu"])
+def test_no_videocore_fails_under_require(scenario: str) -> None:
+    sid, _, diagnosis, _ = EXPECTED[scenario]
+    doc = run(scenario, "require")
+    stage = by_id(doc)[sid]
+    assert stage["status"] == "fail"
+    assert strip(stage["diagnosis"]) == (
+        f"{diagnosis}, but --qpu require (or the inventory) expects a VideoCore IV"
+    )
+    assert doc["summary"]["exit_code"] == 3
+
+
+def test_no_videocore_reason_in_summary_under_auto() -> None:
+    doc = run("qemu", "auto")
+    assert doc["summary"]["reason"].startswith("no VideoCore IV on this board")
+    assert doc["summary"]["status"] == "pass"  # S0/S1 passed, the rest skipped
+
+
+def test_cleanup_releases_what_was_acquired_after_a_failure() -> None:
+    board = fake.FakeBoard("wrong_lanes")
+    doc = program.run("auto", board, KERNELS, madd_iterations=2)
+    assert strip(by_id(doc)["S11"]["evidence"]) == (
+        "done: unmap, unlock, release, disable, close /dev/vcio"
+    )
+    assert board.allocations == {} and not board.enabled
+
+
+def test_gpu_mem_warning_precedes_the_allocation_failure() -> None:
+    stages = by_id(run("gpu_mem_small", "auto"))
+    assert stages["S3"]["status"] == "warn"
+    assert "gpu_mem is only 16 MiB" in stages["S3"]["diagnosis"]
+
+
+def test_healthy_fake_board_passes_and_is_labelled_emulated() -> None:
+    doc = run("healthy", "emulate")
+    assert [s["status"] for s in doc["stages"]] == ["pass"] * 12
+    assert doc["emulated"] is True and doc["note"] == program.EMULATED
+    for stage in doc["stages"]:
+        assert stage["evidence"].startswith(program.EMULATED)
+    assert doc["summary"]["gflops"] is None  # never a GPU figure from the emulator
+    assert doc["summary"]["emulator_gflops"] > 0
+    assert doc["summary"]["exit_code"] == 0
+    # A FAKE board is labelled emulated even when run under auto.
+    assert run("healthy", "auto")["emulated"] is True
+
+
+def test_skip_mode_touches_nothing() -> None:
+    doc = program.run("skip", None, KERNELS)
+    assert {s["status"] for s in doc["stages"]} == {"skip"}
+    assert doc["summary"]["exit_code"] == 0
+
+
+def test_unknown_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="mode 'sometimes'"):
+        program.run("sometimes", fake.FakeBoard(), KERNELS)
