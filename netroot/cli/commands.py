@@ -12,6 +12,7 @@ MODULES = [
     "lab_cmd",
     "export_cmd",
     "provision_cmd",
+    "smoke_cmd",
 ]
 
 

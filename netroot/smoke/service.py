@@ -20,7 +20,7 @@ from netroot.sshtarget import target_for
 BUILTIN_CHECKS = Path(__file__).resolve().parent / "checks" / "test_netroot_builtin.py"
 QPU_MODES = ("auto", "require", "skip", "emulate")
 
-QpuRunner = Callable[[Session, Board, str], list[CheckResult]]
+QpuRunner = Callable[[Session, Board, str], tuple[list[CheckResult], dict[str, Any]]]
 
 
 def _probe(board: Board) -> BoardReport:
@@ -120,7 +120,8 @@ def _smoke_board(
         return report
     try:
         with Session(target_for(board.host)) as session:
-            report.checks.extend(qpu_runner(session, board, mode))
+            checks, report.qpu_summary = qpu_runner(session, board, mode)
+            report.checks.extend(checks)
     except Unreachable as exc:
         report.reachable, report.error = False, exc.message
     return report

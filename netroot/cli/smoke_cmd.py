@@ -1,0 +1,82 @@
+"""`netroot smoke`: testinfra checks inside each board's chroot, then the QPU smoke test."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from netroot.cli.context import get
+
+EPILOG = (
+    "Exit codes: 0 all checks passed (skips allowed), 3 a check failed, "
+    "4 a board was unreachable (and none failed), 2 bad input."
+)
+
+
+def smoke(
+    ctx: typer.Context,
+    targets: list[str] = typer.Argument(..., help="Boards or groups from the inventory."),
+    as_json: bool = typer.Option(False, "--json", help="JSON report on stdout."),
+    junit: Path | None = typer.Option(None, "--junit", help="Write a JUnit XML report here."),
+    checks: Path | None = typer.Option(
+        None, "--checks", help="A directory of your own testinfra test files, run in the chroot."
+    ),
+    qpu: str = typer.Option(
+        "auto",
+        "--qpu",
+        help="auto: run where a VideoCore IV is found, skip elsewhere (require where the "
+        "inventory says netroot_qpu: true); require: fail without one; skip; "
+        "emulate: run the kernel on netroot's emulator (the GPU is NOT tested).",
+    ),
+) -> None:
+    """Smoke boards: version mounted, read-only root, /dev /proc /sys, armhf, identity, QPU."""
+    from netroot.rollout.state import load_state
+    from netroot.smoke.qpu import run_qpu
+    from netroot.smoke.service import run_smoke
+
+    app = get(ctx)
+    inv = app.inventory()
+    boards = inv.resolve(targets)
+    state = load_state(inv.path)
+    expected = {
+        b.name: {"version": v}
+        for b in boards
+        if (v := b.version or (state.boards[b.name].assigned if b.name in state.boards else None))
+    }
+    app.out.info(f"smoking {', '.join(b.name for b in boards)} (qpu: {qpu})")
+    report = run_smoke(
+        inv,
+        boards,
+        checks_dir=checks,
+        qpu_mode=qpu,
+        expected=expected,
+        qpu_runner=run_qpu,
+        log=app.out.debug,
+    )
+    now = time.time()
+    for b in report.boards:
+        st = state.board(b.board)
+        st.smoke_status, st.smoke_time = b.status, now
+    state.save()
+    if junit is not None:
+        junit.write_text(report.junit())
+    if as_json:
+        app.out.json(report.to_dict())
+    else:
+        rows = []
+        for b in report.boards:
+            if not b.reachable:
+                rows.append([b.board, "reachable", "UNREACHABLE", b.error])
+            for c in b.checks:
+                rows.append([b.board, c.check, c.status.upper(), c.message])
+        app.out.table("smoke", ["board", "check", "status", "detail"], rows)
+        for b in report.boards:
+            if b.qpu_summary.get("emulated"):
+                app.out.info(f"{b.board}: QPU stages ran on the EMULATOR; the GPU was not tested")
+    raise typer.Exit(int(report.exit_code()))
+
+
+def register(app: typer.Typer) -> None:
+    app.command(epilog=EPILOG)(smoke)

@@ -1,0 +1,54 @@
+"""Run the QPU smoke program inside a board's chroot and turn its stages into checks."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from netroot.adapters.ssh import Session
+from netroot.inventory import Board
+from netroot.qpu.bundle import build_program
+from netroot.qpu.report import QpuReport, ReportError, parse
+from netroot.smoke.backend import CHROOT
+from netroot.smoke.report import CheckResult
+
+EMULATED_PREFIX = "EMULATED, the GPU was not tested: "
+
+
+def stage_checks(board: str, report: QpuReport) -> list[CheckResult]:
+    """One check per stage; in emulate mode every line says the GPU was not tested."""
+    prefix = EMULATED_PREFIX if report.emulated else ""
+    checks = []
+    for st in report.stages:
+        parts = [st.evidence]
+        if st.diagnosis and st.diagnosis != st.evidence:
+            parts.append(st.diagnosis)
+        if st.remedy and st.status in ("fail", "warn"):
+            parts.append(f"remedy: {st.remedy}")
+        checks.append(
+            CheckResult(
+                board=board,
+                check=f"qpu {st.id} {st.title}",
+                status=st.status,
+                message=prefix + " | ".join(p for p in parts if p),
+                source="qpu",
+            )
+        )
+    return checks
+
+
+def run_qpu(session: Session, board: Board, mode: str) -> tuple[list[CheckResult], dict[str, Any]]:
+    """Send the dependency-free program over SSH; run it with the image's python3 in the chroot."""
+    program = build_program(mode).encode()
+    res = session.run(f"{CHROOT} /usr/bin/python3 -", stdin=program, timeout=600)
+    try:
+        report = parse(res.stdout.decode(errors="replace"))
+    except ReportError as exc:
+        err = res.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
+        return [
+            CheckResult(
+                board.name, "qpu program", "fail", f"{exc} (exit {res.rc}) {err[0]}", source="qpu"
+            )
+        ], {}
+    summary = asdict(report.summary) | {"mode": report.mode, "emulated": report.emulated}
+    return stage_checks(board.name, report), summary
