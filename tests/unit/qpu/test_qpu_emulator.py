@@ -224,3 +224,17 @@ def test_unmapped_addresses_are_errors() -> None:
     assert memory.read_words(0xC0001000, 1) == [0]
     with pytest.raises(EmulatorError, match="unmapped memory at bus 0xc0002000"):
         memory.read_words(0xC0002000, 1)
+
+
+def test_denormals_flush_to_zero_in_and_out() -> None:
+    from netroot.qpu.emu_decode import ADD_IMPL, MUL_IMPL
+    from netroot.qpu.smoke_exec import f32
+
+    fadd, fmul = ADD_IMPL[asm.ADD_OPS["fadd"]], MUL_IMPL[asm.MUL_OPS["fmul"]]
+    denormal = (0x00000001,) * 16  # smallest positive denormal
+    assert fadd(denormal, (0,) * 16) == (0,) * 16
+    tiny = (f32(1.5e-38),) * 16
+    assert fadd(tiny, (f32(-1.4e-38),) * 16) == (0,) * 16  # 1e-39 is denormal: flushed
+    assert fmul((f32(-1e-20),) * 16, (f32(1e-20),) * 16) == (0x80000000,) * 16  # signed zero
+    assert fmul((f32(1e30),) * 16, (f32(1e30),) * 16) == (0x7F800000,) * 16  # overflow: +inf
+    assert fadd((f32(1.0),) * 16, (f32(2.0),) * 16) == (f32(3.0),) * 16
