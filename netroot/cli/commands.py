@@ -8,11 +8,12 @@ import typer
 
 # One line per built command module (netroot/cli/<name>.py with a `register(app)`).
 MODULES = [
-    "status_cmd",
-    "lab_cmd",
-    "export_cmd",
+    "export_cmd",  # export, versions, verify, prune
     "provision_cmd",
     "smoke_cmd",
+    "rollout_cmd",  # rollout, rollback
+    "status_cmd",
+    "lab_cmd",
 ]
 
 

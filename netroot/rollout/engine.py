@@ -159,3 +159,30 @@ def _roll_back(
         back = again
     st.phase, st.message = "failed", f"rollback to {good} failed: {back[1]}"
     return BoardResult(board, index, "rollback-failed", st.assigned, st.message)
+
+
+def run_rollback(
+    state: State, fleet: Fleet, versions: Mapping[str, str], log: Callable[[str], None]
+) -> list[BoardResult]:
+    """Switch boards to the given (earlier) versions in one fleet run, then smoke them."""
+    switched = fleet.switch(versions, 0.0)
+    results: list[BoardResult] = []
+    smoked_ok = [b for b in versions if switched.get(b, ("failed", ""))[0] == "ok"]
+    smoked = fleet.smoke(smoked_ok, {b: versions[b] for b in smoked_ok}) if smoked_ok else {}
+    for board, version in versions.items():
+        st = state.board(board)
+        status, message = switched.get(board, ("failed", "no result"))
+        if status == "ok":
+            st.assigned = version
+            status, message = smoked.get(board, ("failed", "no result"))
+            st.smoke_status, st.smoke_time = ("pass" if status == "ok" else status), time.time()
+        if status == "ok":
+            st.record_good(version)
+            st.phase, st.message = "rolled-back", ""
+            results.append(BoardResult(board, 0, "rolled-back", version))
+        else:
+            st.phase, st.message = ("unreachable" if status == "unreachable" else "failed"), message
+            results.append(BoardResult(board, 0, st.phase, st.assigned, message))
+        log(f"{board}: {results[-1].outcome} {results[-1].version or ''}")
+    state.save()
+    return results

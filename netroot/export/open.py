@@ -1,0 +1,44 @@
+"""Open an export source: a tar path (rootfs or docker save) or an image in the local engine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from netroot.errors import UsageError
+from netroot.export.sources import SourceInfo
+
+
+def open_source(source: str) -> tuple[SourceInfo, Callable[[Any], None]]:
+    """What the source is, and a function that writes its members into a Writer."""
+    from netroot.export import sources
+
+    path = Path(source)
+    if path.exists():
+        info = sources.inspect_archive(path)
+
+        def apply_archive(writer: Any) -> None:
+            sources.apply_archive(info, writer)
+
+        return info, apply_archive
+    from netroot.adapters import docker
+
+    client = docker.client()
+    image = docker.find_image(client, source)
+
+    def apply_image(writer: Any) -> None:
+        with docker.export_stream(client, image.digest) as stream:
+            sources.apply_stream(stream, writer, source)
+
+    return image, apply_image
+
+
+def name_for(source: str, info: SourceInfo) -> str:
+    """The export name a source gets by default: its repository name."""
+    from netroot.export.manifest import default_name
+
+    ref = info.repo_tags[0] if info.kind != "tar" and info.repo_tags else source
+    if ref.startswith("sha256:") or (info.kind == "image" and not info.repo_tags):
+        raise UsageError(f"{source}: no repository name to use", "pass --name NAME")
+    return default_name(ref)
