@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from netroot.qpu import kernels
+from netroot.qpu import hazards, kernels
 
 _HERE = Path(__file__).resolve().parent
 # Dependency order: each module only imports those before it.
@@ -55,6 +55,10 @@ def build_program(mode: str, scenario: str = "healthy") -> str:
     names = module_names(mode)
     sources = [(f"netroot.qpu.{n}", (_HERE / f"{n}.py").read_text()) for n in names]
     words = {k.name: k.words for k in kernels.all_kernels().values()}
+    for name, kernel_words in words.items():
+        found = hazards.check(kernel_words)
+        if found:  # never ship a kernel the checker rejects
+            raise ValueError(f"kernel {name}: {'; '.join(map(str, found))}")
     kernel_lines = ",\n".join(
         f"    {name!r}: ({', '.join(f'0x{w:016x}' for w in ws)},)" for name, ws in words.items()
     )

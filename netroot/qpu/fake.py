@@ -112,6 +112,7 @@ class FakeBoard:
         machine = {"wrong_lanes": _LaneReversingMachine, "no_dma_store": _StoreDroppingMachine}
         self.machine = machine.get(scenario, Machine)(self.memory)
         self.v3d = self.memory.add_region(V3D_PHYS, 4096)
+        struct.pack_into("<2I", self.v3d, 0, 0xDEADBEEF, 0xDEADBEEF)  # not powered yet
         gpu_mem = 16 if scenario == "gpu_mem_small" else 64
         self.vc_base, self.vc_size = 0x40000000 - (gpu_mem << 20), gpu_mem << 20
         self.next_phys = self.vc_base
@@ -206,7 +207,8 @@ class FakeBoard:
         if enable and self.scenario in ("enable_refused", "vc4_owns_v3d"):
             return 0x80000000
         self.enabled = enable
-        ident = [V3D_IDENT0, V3D_IDENT1] if enable else [0, 0]  # powered off: reads as 0
+        # Powered-off V3D registers read 0xdeadbeef (asurati's bare-metal QPU demos).
+        ident = [V3D_IDENT0, V3D_IDENT1] if enable else [0xDEADBEEF, 0xDEADBEEF]
         struct.pack_into("<2I", self.v3d, 0, *ident)
         return 0
 

@@ -173,6 +173,8 @@ def run(
 
 def main(mode: str, kernels: dict[str, tuple[int, ...]], scenario: str = "healthy") -> int:
     """Entry point of the bundled program: print the document, a line per stage on stderr."""
+    if hasattr(sys.stderr, "reconfigure"):  # a non-UTF-8 locale must not kill the report
+        sys.stderr.reconfigure(errors="backslashreplace")
     platform: mb.Platform | None
     if mode == "emulate":
         from netroot.qpu.fake import FakeBoard  # only the emulate bundle carries it

@@ -324,6 +324,14 @@ def s6_identity(ctx: Context) -> Stage:
         window.close()
     slices, per_slice = (ident1 >> 4) & 15, (ident1 >> 8) & 15
     evidence = f"IDENT0=0x{ident0:08x} IDENT1=0x{ident1:08x}: {slices} slices x {per_slice} QPUs"
+    if ident0 == 0xDEADBEEF:
+        return _stage(
+            "S6",
+            "fail",
+            evidence,
+            "IDENT0 reads 0xdeadbeef: the V3D block is not powered",
+            "the enable in S5 did not take effect: reboot, and check the firmware",
+        )
     if ident0 != V3D_IDENT0:
         return _stage(
             "S6",

@@ -131,3 +131,28 @@ def test_skip_mode_touches_nothing() -> None:
 def test_unknown_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="mode 'sometimes'"):
         program.run("sometimes", fake.FakeBoard(), KERNELS)
+
+
+def test_identity_registers_of_an_unpowered_v3d() -> None:
+    from netroot.qpu import smoke
+
+    ctx = smoke.Context(fake.FakeBoard("healthy"), KERNELS, 2)
+    stage = smoke.s6_identity(ctx)  # S5 never ran: V3D is off
+    assert stage.status == "fail"
+    assert stage.diagnosis == "IDENT0 reads 0xdeadbeef: the V3D block is not powered"
+
+
+@pytest.mark.parametrize(
+    ("revision", "text", "kind", "proc"),
+    [
+        (0xA02082, "Raspberry Pi 3B, BCM2837, 1024 MB (revision 0xa02082)", 0x08, 2),
+        (0x80A22082, "Raspberry Pi 3B, BCM2837, 1024 MB (revision 0xa22082)", 0x08, 2),
+        (0xA020D3, "Raspberry Pi 3B+, BCM2837, 1024 MB (revision 0xa020d3)", 0x0D, 2),
+        (0xC03111, "Raspberry Pi 4B, BCM2711, 4096 MB (revision 0xc03111)", 0x11, 3),
+        (0x000F, "old-style revision 0xf (BCM2835)", None, 0),
+    ],
+)
+def test_board_revision_codes(revision: int, text: str, kind: int | None, proc: int) -> None:
+    from netroot.qpu.smoke import describe_revision
+
+    assert describe_revision(revision) == (text, kind, proc)
