@@ -219,8 +219,15 @@ def verify(
     name, vid = _split(target)
     manifest, differences = service.verify(_root(app, root), name, vid)
     if as_json:
-        app.out.json({"name": name, "version": manifest.version, "ok": not differences,
-                      "tree_hash": manifest.tree_hash, "differences": differences})  # fmt: skip
+        app.out.json(
+            {
+                "name": name,
+                "version": manifest.version,
+                "ok": not differences,
+                "tree_hash": manifest.tree_hash,
+                "differences": differences,
+            }
+        )
     else:
         for line in differences:
             app.out.out.print(line, highlight=False, markup=False)

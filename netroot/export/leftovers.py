@@ -54,14 +54,24 @@ def handle(writer: Writer, keep_host_keys: bool) -> list[dict[str, str]]:
     hosts = writer.expected.get("etc/hosts")
     if hosts is not None and hosts.kind == "f" and hosts.size == 0:
         _replace(writer, "etc/hosts", HOSTS_DEFAULT)
-        done.append({"path": "/etc/hosts", "action": "wrote localhost entries",
-                     "why": "docker leaves it empty"})  # fmt: skip
+        done.append(
+            {
+                "path": "/etc/hosts",
+                "action": "wrote localhost entries",
+                "why": "docker leaves it empty",
+            }
+        )
     keys = sorted(p for p in writer.expected if any(fnmatch.fnmatch(p, g) for g in HOST_KEY_GLOBS))
     for path in keys:
         if keep_host_keys:
             done.append({"path": "/" + path, "action": "kept", "why": "--keep-host-keys"})
         else:
             writer.whiteout(path, False)
-            done.append({"path": "/" + path, "action": "removed",
-                         "why": "one host key shared by every board"})  # fmt: skip
+            done.append(
+                {
+                    "path": "/" + path,
+                    "action": "removed",
+                    "why": "one host key shared by every board",
+                }
+            )
     return done

@@ -41,8 +41,17 @@ class Entry:
         return text.encode("utf-8", "surrogateescape")
 
     def to_json(self) -> list[Any]:
-        return [self.kind, self.mode, self.uid, self.gid, self.size, self.mtime_ns, self.data,
-                dict(self.xattrs), self.group]  # fmt: skip
+        return [
+            self.kind,
+            self.mode,
+            self.uid,
+            self.gid,
+            self.size,
+            self.mtime_ns,
+            self.data,
+            dict(self.xattrs),
+            self.group,
+        ]
 
     @classmethod
     def from_json(cls, raw: list[Any]) -> Entry:
@@ -51,9 +60,23 @@ class Entry:
 
     def same_inode_meta(self, other: Entry) -> bool:
         """Everything a hard link shares (so reusing the inode keeps the file exact)."""
-        return (self.kind, self.mode, self.uid, self.gid, self.size, self.mtime_ns,
-                self.xattrs) == (other.kind, other.mode, other.uid, other.gid, other.size,
-                                 other.mtime_ns, other.xattrs)  # fmt: skip
+        return (
+            self.kind,
+            self.mode,
+            self.uid,
+            self.gid,
+            self.size,
+            self.mtime_ns,
+            self.xattrs,
+        ) == (
+            other.kind,
+            other.mode,
+            other.uid,
+            other.gid,
+            other.size,
+            other.mtime_ns,
+            other.xattrs,
+        )
 
 
 def xattr_items(xattrs: Mapping[str, bytes]) -> tuple[tuple[str, str], ...]:

@@ -70,8 +70,16 @@ def scan(
                     stack.append((f"{rel}/{de.name}" if rel else de.name, de.path))
         if kind != "d" and st.st_nlink > 1:
             inodes.setdefault((st.st_dev, st.st_ino), []).append(rel)
-        entries[rel] = Entry(kind, stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, size,
-                             st.st_mtime_ns, data, _xattrs(full))  # fmt: skip
+        entries[rel] = Entry(
+            kind,
+            stat.S_IMODE(st.st_mode),
+            st.st_uid,
+            st.st_gid,
+            size,
+            st.st_mtime_ns,
+            data,
+            _xattrs(full),
+        )
         if progress is not None and len(entries) % 512 == 0:
             progress(done_bytes, len(entries))
     for names in inodes.values():
@@ -79,6 +87,7 @@ def scan(
             leader = min(names)
             for name in names:
                 e = entries[name]
-                entries[name] = Entry(e.kind, e.mode, e.uid, e.gid, e.size, e.mtime_ns, e.data,
-                                      e.xattrs, leader)  # fmt: skip
+                entries[name] = Entry(
+                    e.kind, e.mode, e.uid, e.gid, e.size, e.mtime_ns, e.data, e.xattrs, leader
+                )
     return entries

@@ -133,8 +133,7 @@ def list_versions(layout: Layout) -> list[Manifest]:
     """Committed versions (a manifest exists), oldest first."""
     if not layout.versions.is_dir():
         return []
-    found = [read_manifest(layout, p.name[: -len(".json")])
-             for p in layout.versions.glob("*.json")]  # fmt: skip
+    found = [read_manifest(layout, p.name[: -len(".json")]) for p in layout.versions.glob("*.json")]
     return sorted(found, key=lambda m: (m.exported_at, m.version))
 
 

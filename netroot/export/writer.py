@@ -164,8 +164,9 @@ class Writer:
         if m.kind is Kind.SYMLINK:
             data = m.linkname
             mode = 0o777  # Linux symlinks have no mode of their own
-        return Entry(m.kind.value, mode, m.uid, m.gid, m.size, m.mtime_ns, data,
-                     xattr_items(m.xattrs))  # fmt: skip
+        return Entry(
+            m.kind.value, mode, m.uid, m.gid, m.size, m.mtime_ns, data, xattr_items(m.xattrs)
+        )
 
     def _dir(self, m: Member, full: str) -> None:
         try:

@@ -34,8 +34,18 @@ def docker_client() -> Any:
 
 def build(tag: str, context: Path, dockerfile: str = "Dockerfile", **args: str) -> None:
     """`docker build --pull=false --network none`: never a registry."""
-    cmd = ["docker", "build", "-q", "--pull=false", "--network", "none", "-t", tag,
-           "-f", str(context / dockerfile)]  # fmt: skip
+    cmd = [
+        "docker",
+        "build",
+        "-q",
+        "--pull=false",
+        "--network",
+        "none",
+        "-t",
+        tag,
+        "-f",
+        str(context / dockerfile),
+    ]
     for key, value in args.items():
         cmd += ["--build-arg", f"{key}={value}"]
     run([*cmd, str(context)], timeout=900)
@@ -108,9 +118,16 @@ def walk(root: Path) -> Walk:
                 )
             )
             rdev = st.st_rdev if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else 0
-            out[rel] = (st.st_mode, st.st_uid, st.st_gid, st.st_size if not
-                        stat.S_ISDIR(st.st_mode) else 0, st.st_mtime_ns, rdev, content,
-                        xattrs)  # fmt: skip
+            out[rel] = (
+                st.st_mode,
+                st.st_uid,
+                st.st_gid,
+                st.st_size if not stat.S_ISDIR(st.st_mode) else 0,
+                st.st_mtime_ns,
+                rdev,
+                content,
+                xattrs,
+            )
     for names in inodes.values():
         if len(names) > 1:
             for n in names:

@@ -16,15 +16,34 @@ from tests.integration.export import dockerkit
 pytestmark = pytest.mark.integration
 
 # Docker's init layer: created per container with the creation time (two containers differ).
-INIT_LAYER = {"", ".dockerenv", "etc", "etc/hostname", "etc/hosts", "etc/resolv.conf",
-              "etc/mtab", "dev", "dev/console", "dev/pts", "dev/shm", "proc", "sys"}  # fmt: skip
+INIT_LAYER = {
+    "",
+    ".dockerenv",
+    "etc",
+    "etc/hostname",
+    "etc/hosts",
+    "etc/resolv.conf",
+    "etc/mtab",
+    "dev",
+    "dev/console",
+    "dev/pts",
+    "dev/shm",
+    "proc",
+    "sys",
+}
 
 
 def netroot(*args: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if k != "NETROOT_INVENTORY"}
     base |= {"NETROOT_HOME": str(home), "NO_COLOR": "1", **env}
-    return subprocess.run([sys.executable, "-m", "netroot", *args], capture_output=True,
-                          text=True, env=base, check=False, timeout=900)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "netroot", *args],
+        capture_output=True,
+        text=True,
+        env=base,
+        check=False,
+        timeout=900,
+    )
 
 
 def export_json(tmp_path: Path, *args: str) -> dict[str, Any]:
@@ -52,8 +71,12 @@ def test_fidelity_against_docker_export_and_tar(
     dockerkit.reference_extract(docker_client, dockerkit.FIDELITY, tmp_path / "ref")
     ref = dockerkit.walk(tmp_path / "ref")
     changed = leftover_paths(out)
-    assert changed == {".dockerenv", "etc/hosts", "etc/ssh/ssh_host_ed25519_key",
-                       "etc/ssh/ssh_host_ed25519_key.pub"}  # fmt: skip
+    assert changed == {
+        ".dockerenv",
+        "etc/hosts",
+        "etc/ssh/ssh_host_ed25519_key",
+        "etc/ssh/ssh_host_ed25519_key.pub",
+    }
     assert dockerkit.differences(masked(ours), masked(ref), skip=changed) == []
     # The cases that matter, named, so a regression says what broke.
     v = Path(out["path"])
@@ -74,7 +97,9 @@ def test_idempotent_reexport(images: Path, tmp_path: Path) -> None:
     assert second["noop"] is True and second["version"] == first["version"]
     assert second["tree_hash"] == first["tree_hash"]
     assert sorted(os.listdir(tmp_path / "root/fid/versions")) == [
-        first["version"], first["version"] + ".json"]  # fmt: skip
+        first["version"],
+        first["version"] + ".json",
+    ]
 
 
 def test_docker_save_archive_with_whiteouts(
@@ -120,7 +145,13 @@ def test_unknown_image_and_unreachable_daemon(tmp_path: Path, docker_client: Any
     p = netroot("export", "netroot-test/does-not-exist:1", "--root", str(tmp_path), home=tmp_path)
     assert p.returncode == 2
     assert "netroot-test/does-not-exist:1" in p.stderr and "never pulls" in p.stderr
-    p = netroot("export", "busybox:latest", "--root", str(tmp_path), home=tmp_path,
-                DOCKER_HOST=f"unix://{tmp_path}/no-such.sock")  # fmt: skip
+    p = netroot(
+        "export",
+        "busybox:latest",
+        "--root",
+        str(tmp_path),
+        home=tmp_path,
+        DOCKER_HOST=f"unix://{tmp_path}/no-such.sock",
+    )
     assert p.returncode == 5 and "Docker engine unreachable" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 2  # one line + hint

@@ -71,8 +71,9 @@ def write_tar(path: Path, specs: list[Spec]) -> Path:
 
 def write_docker_save(path: Path, layers: list[list[Spec]], tags: list[str]) -> Path:
     """A legacy `docker save` archive: manifest.json, a config, one layer.tar per layer."""
-    config = json.dumps({"architecture": "amd64", "created": "2024-01-01T00:00:00Z",
-                         "rootfs": {"type": "layers"}}).encode()  # fmt: skip
+    config = json.dumps(
+        {"architecture": "amd64", "created": "2024-01-01T00:00:00Z", "rootfs": {"type": "layers"}}
+    ).encode()
     with tarfile.open(path, "w") as tar:
         names = []
         for i, specs in enumerate(layers):

@@ -58,10 +58,20 @@ def test_whiteouts_and_opaque_dirs(tmp_path: Path) -> None:
     v = export_save(tmp_path, [BASE, TOP])
     files = sorted(str(Path(d, n).relative_to(v)) for d, ds, fs in os.walk(v) for n in ds + fs)
     assert files == [
-        "etc", "etc/hostname", "etc/keep", "etc/new", "etc/resolv.conf", "opt", "opt/dir",
+        "etc",
+        "etc/hostname",
+        "etc/keep",
+        "etc/new",
+        "etc/resolv.conf",
+        "opt",
+        "opt/dir",
         "opt/file",
-        "opt/file/inside", "var", "var/cache", "var/cache/-early", "var/cache/c",
-    ]  # fmt: skip
+        "opt/file/inside",
+        "var",
+        "var/cache",
+        "var/cache/-early",
+        "var/cache/c",
+    ]
     assert (v / "opt/dir").read_bytes() == b"now a file"
     assert (v / "etc").stat().st_mode & 0o777 == 0o700
     assert (v / "etc").stat().st_mtime == 1_700_000_000

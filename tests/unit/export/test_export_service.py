@@ -56,8 +56,16 @@ def test_layout_manifest_and_noop(tmp_path: Path) -> None:
     vid = r1.manifest.version
     assert os.readlink(layout.current) == f"versions/{vid}"
     data = json.loads(layout.manifest_path(vid).read_text())
-    for key in ("image_id", "repo_tags", "created", "files", "bytes", "tree_hash",
-                "netroot_version", "leftovers"):  # fmt: skip
+    for key in (
+        "image_id",
+        "repo_tags",
+        "created",
+        "files",
+        "bytes",
+        "tree_hash",
+        "netroot_version",
+        "leftovers",
+    ):
         assert key in data
     assert data["tree_hash"].startswith("sha256:")
     r2 = export_tar(tmp_path, ROOTFS, "v1")
@@ -161,8 +169,10 @@ def test_verify_finds_tampering(tmp_path: Path) -> None:
 
 
 def test_prune_keeps_current_and_protected(tmp_path: Path) -> None:
-    ids = [export_tar(tmp_path, [*ROOTFS, Spec("n", data=bytes([i]))], f"v{i}").manifest.version
-           for i in range(4)]  # fmt: skip
+    ids = [
+        export_tar(tmp_path, [*ROOTFS, Spec("n", data=bytes([i]))], f"v{i}").manifest.version
+        for i in range(4)
+    ]
     service.switch_current(Layout(tmp_path / "root", "img"), ids[0])
     removed = service.prune(tmp_path / "root", "img", 1, protected={ids[1]})
     assert removed == [ids[2]]
@@ -187,8 +197,13 @@ def run_nr(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     # No inventory anywhere (NETROOT_HOME is empty): the export root comes from --root.
     env = {k: v for k, v in os.environ.items() if k != "NETROOT_INVENTORY"}
     env |= {"NETROOT_HOME": str(home), "NO_COLOR": "1"}
-    return subprocess.run([sys.executable, "-m", "netroot", *args], capture_output=True,
-                          text=True, env=env, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "netroot", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
 
 
 def test_cli_export_versions_verify_prune(tmp_path: Path) -> None:
