@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import mmap
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -92,3 +94,27 @@ def test_fake_scripts_os_errors_with_real_errnos() -> None:
 def test_unknown_scenario_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown fake scenario"):
         fake.FakeBoard("sunny")
+
+
+def test_devmem_window_maps_at_the_page_offset(tmp_path: Path) -> None:
+    path = tmp_path / "mem"
+    path.write_bytes(bytes(3 * mmap.PAGESIZE))
+    phys = mmap.PAGESIZE + 24  # not page aligned: the window must add the delta itself
+    window = mb.DevMemWindow(phys, 64, path=str(path))
+    window.write_words(8, [0x11223344, 0xAABBCCDD])
+    assert window.read_words(8, 2) == [0x11223344, 0xAABBCCDD]
+    window.close()
+    data = path.read_bytes()
+    assert struct.unpack_from("<2I", data, phys + 8) == (0x11223344, 0xAABBCCDD)
+
+
+def test_vcio_transport_reports_the_real_errno(tmp_path: Path) -> None:
+    path = tmp_path / "vcio"
+    path.write_bytes(b"")
+    transport = mb.VcioTransport(str(path))
+    with pytest.raises(OSError) as err:
+        mb.Mailbox(transport).firmware_revision()  # a regular file is no mailbox
+    assert err.value.errno == 25  # ENOTTY
+    transport.close()
+    with pytest.raises(FileNotFoundError):
+        mb.VcioTransport(str(path) + "-missing")
