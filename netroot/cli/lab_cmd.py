@@ -1,0 +1,112 @@
+"""`netroot lab up|status|down|doctor`: the virtual lab on this machine."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from netroot.cli import context
+from netroot.errors import Exit
+
+lab_app = typer.Typer(
+    help="The virtual lab: an NFS server and ARM boards under QEMU on this machine.",
+    no_args_is_help=True,
+)
+
+
+def _reporter(ctx: typer.Context) -> tuple[context.AppContext, float]:
+    return context.get(ctx), time.monotonic()
+
+
+@lab_app.command("up")
+def up_cmd(
+    ctx: typer.Context,
+    boards: int = typer.Option(2, "--boards", "-n", min=1, max=32, help="How many boards."),
+    fresh: bool = typer.Option(False, "--fresh", help="Start boards from a clean SD-card disk."),
+    export_root: Path | None = typer.Option(
+        None, "--export-root", help="The NFS export root (default: <lab dir>/export)."
+    ),
+) -> None:
+    """Build (once, cached) and start the lab; returns when every host is SSH-ready."""
+    from netroot.lab import service
+
+    app, t0 = _reporter(ctx)
+
+    def report(msg: str) -> None:
+        app.out.info(f"[cyan]{time.monotonic() - t0:6.1f}s[/cyan] {msg}")
+
+    plan = service.up(boards, report, fresh=fresh, export_root=export_root)
+    app.out.info(f"inventory: {plan.lab_dir / 'inventory.yml'}")
+
+
+@lab_app.command("status")
+def status_cmd(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
+) -> None:
+    """What is running: network, server, boards (PID, SSH, memory). Exit 1 if not fully up."""
+    from netroot.lab import service
+
+    app = context.get(ctx)
+    st = service.status()
+    if as_json:
+        app.out.json(st.to_json())
+    else:
+        rows = [
+            (
+                h.name,
+                h.role,
+                h.address,
+                h.pid or "-",
+                "yes" if h.ssh else "no",
+                f"{h.rss_mib:.0f} MiB" if h.rss_mib else "-",
+            )
+            for h in st.hosts
+        ]
+        title = f"lab {'up' if st.up else 'not up'} (network {'yes' if st.network else 'no'})"
+        app.out.table(title, ("host", "role", "address", "pid", "ssh", "rss"), rows)
+    if not st.up:
+        raise typer.Exit(int(Exit.FAILED))
+
+
+@lab_app.command("down")
+def down_cmd(ctx: typer.Context) -> None:
+    """Stop every board (by PID), remove nfs-01 and the lab network. Disks and keys stay."""
+    from netroot.lab import service
+
+    app, t0 = _reporter(ctx)
+    stopped = service.down(
+        lambda m: app.out.info(f"[cyan]{time.monotonic() - t0:6.1f}s[/cyan] {m}")
+    )
+    app.out.info("lab down" + ("" if stopped else ": nothing was running"))
+
+
+@lab_app.command("doctor")
+def doctor_cmd(ctx: typer.Context) -> None:
+    """Check the system packages and conditions the lab needs; prints the apt command to fix."""
+    from netroot.lab import doctor
+    from netroot.run import run
+
+    app = context.get(ctx)
+    gone = doctor.missing(doctor.tool_present)
+    for req in doctor.REQUIREMENTS:
+        ok = req not in gone
+        mark = "[green]ok[/green]" if ok else "[red]missing[/red]"
+        app.out.info(f"{mark:>22} {req.what} ({req.package}: {req.why})")
+    docker_ok = (
+        doctor.tool_present("docker") and run(["docker", "info"], check=False).returncode == 0
+    )
+    checks = doctor.system_checks(docker_ok)
+    for check in checks:
+        mark = "[green]ok[/green]" if check.ok else "[red]no[/red]"
+        app.out.info(f"{mark:>22} {check.name}" + ("" if check.ok else f" -> {check.hint}"))
+    if gone:
+        app.out.error("missing packages", doctor.apt_command(gone))
+    if gone or not all(c.ok for c in checks):
+        raise typer.Exit(int(Exit.ENVIRONMENT))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(lab_app, name="lab")

@@ -1,0 +1,1 @@
+"""The virtual lab: a real NFS server and ARM boards under QEMU on one machine."""

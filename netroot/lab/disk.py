@@ -1,0 +1,111 @@
+"""The boards' "SD cards": one cached base disk, a copy-on-write overlay and a seed per board."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import shutil
+import tarfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from netroot.lab.kernel import Kernel, resolve
+from netroot.lab.modules import BOARD_MODULES
+from netroot.paths import project_file
+from netroot.run import run
+
+# The board OS gets every filesystem module (mounted on demand, never coldplugged) plus the
+# modules below with their dependencies. Not the whole tree: udev's coldplug would load
+# hundreds of drivers (wireless, sound, ...) and that costs a minute of boot under TCG.
+MODULE_TREES = ("fs",)
+DRIVER_MODULES = (
+    *BOARD_MODULES,
+    "virtio_rng",
+    "virtio_console",
+    "tun",
+    "veth",
+    "bridge",
+    "loop",
+    "rpcsec_gss_krb5",
+    "af_packet_diag",
+    "unix_diag",
+)
+DISK_SIZE = "4G"  # sparse: only what is written takes space
+
+
+def base_key(rootfs_tar: Path, kernel: Kernel) -> str:
+    """Cache key of the base disk: the rootfs recipe, the kernel and the customize script."""
+    h = hashlib.sha256()
+    h.update(rootfs_tar.name.encode())
+    h.update(kernel.version.encode())
+    h.update(project_file("images", "board", "customize.sh").read_bytes())
+    h.update(repr((MODULE_TREES, DRIVER_MODULES, DISK_SIZE)).encode())
+    return h.hexdigest()[:12]
+
+
+def install_modules(kernel: Kernel, tree: Path) -> None:
+    """Copy the kernel's module subset into the board tree and index it there."""
+    dest = tree / "lib" / "modules" / kernel.version
+    (dest / "kernel").mkdir(parents=True, exist_ok=True)
+    for sub in MODULE_TREES:
+        src = kernel.modules_dir / "kernel" / sub
+        if src.exists():
+            shutil.copytree(src, dest / "kernel" / sub, dirs_exist_ok=True)
+    for rel in resolve(kernel, DRIVER_MODULES).files:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(kernel.modules_dir / rel, dest / rel)
+    for meta in ("modules.order", "modules.builtin", "modules.builtin.modinfo"):
+        if (kernel.modules_dir / meta).exists():
+            shutil.copy2(kernel.modules_dir / meta, dest / meta)
+    run(["depmod", "-b", tree, kernel.version])
+
+
+def build_base(rootfs_tar: Path, kernel: Kernel, cache: Path) -> Path:
+    """Build (or reuse) the shared base disk: an ext4 image made with `mke2fs -d` (no mount)."""
+    path = cache / f"board-disk-{base_key(rootfs_tar, kernel)}.img"
+    if path.exists():
+        return path
+    work = cache / "tmp" / f"{path.stem}.tree"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    try:
+        run(["tar", "-x", "-p", "--numeric-owner", "--xattrs", "-f", rootfs_tar, "-C", work])
+        run(["sh", project_file("images", "board", "customize.sh"), work])
+        install_modules(kernel, work)
+        tmp = path.with_suffix(".tmp")
+        tmp.unlink(missing_ok=True)
+        run(["mke2fs", "-q", "-F", "-t", "ext4", "-L", "netroot-sd", "-d", work, tmp, DISK_SIZE])
+        tmp.rename(path)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return path
+
+
+def overlay(base: Path, disk: Path, fresh: bool) -> None:
+    """A board's own disk: a qcow2 over the base; kept across `lab up` like an SD card."""
+    if disk.exists() and not fresh:
+        info = run(["qemu-img", "info", "--output=json", "-U", disk]).stdout.decode()
+        if str(base) in info:
+            return
+    disk.unlink(missing_ok=True)
+    run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", base, disk])
+
+
+def seed_tar(files: Mapping[str, tuple[bytes, int]]) -> bytes:
+    """A tar of per-board files (path -> content, mode), all root-owned, laid over `/` at boot.
+
+    Parent directories are not members, so unpacking never changes their modes; `root/.ssh`
+    is the exception because sshd insists on 0700.
+    """
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        ssh_dir = tarfile.TarInfo("root/.ssh")
+        ssh_dir.type = tarfile.DIRTYPE
+        ssh_dir.mode = 0o700
+        tar.addfile(ssh_dir)
+        for name, (data, mode) in sorted(files.items()):
+            info = tarfile.TarInfo(name.lstrip("/"))
+            info.size = len(data)
+            info.mode = mode
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()

@@ -1,0 +1,101 @@
+"""The boards' kernel and initramfs: Debian's arm64 kernel, busybox-static, resolved modules."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from netroot.errors import NetrootError
+from netroot.lab import cpio
+from netroot.lab.modules import INITRAMFS_MODULES, Resolution, parse_show_depends
+from netroot.paths import project_file
+from netroot.run import run
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """An unpacked kernel: the image qemu boots and the modules tree that goes with it."""
+
+    root: Path  # holds boot/, lib/modules/<version>/, bin/busybox
+    version: str
+
+    @property
+    def image(self) -> Path:
+        return self.root / "boot" / f"vmlinuz-{self.version}"
+
+    @property
+    def modules_dir(self) -> Path:
+        return self.root / "lib" / "modules" / self.version
+
+    @property
+    def busybox(self) -> Path:
+        return self.root / "bin" / "busybox"
+
+
+def _wanted(name: str) -> bool:
+    name = name.removeprefix("./")
+    return name.startswith(("boot/vmlinuz-", "lib/modules/")) or name == "bin/busybox"
+
+
+def unpack(kernel_tar: Path, dest: Path) -> Kernel:
+    """Unpack the kernel, its modules and busybox from the extract tar (cached in `dest`)."""
+    done = dest / ".unpacked"
+    if not done.exists():
+        tmp = dest.with_name(dest.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        with tarfile.open(kernel_tar) as tar:
+            members = [m for m in tar.getmembers() if _wanted(m.name)]
+            tar.extractall(tmp, members=members, filter="tar")
+        versions = sorted(p.name for p in (tmp / "lib" / "modules").iterdir())
+        if len(versions) != 1:
+            raise NetrootError(f"{kernel_tar}: expected one kernel, found {versions or 'none'}")
+        run(["depmod", "-b", tmp, versions[0]], hint="install kmod: apt-get install kmod")
+        (tmp / ".unpacked").write_text(versions[0] + "\n")
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.rename(dest)
+    return Kernel(dest, done.read_text().strip())
+
+
+def resolve(kernel: Kernel, modules: tuple[str, ...]) -> Resolution:
+    """The module files (dependencies first) that load `modules` on this kernel."""
+    proc = run(
+        ["modprobe", "-d", kernel.root, "-S", kernel.version, "--show-depends", "-a", *modules],
+        hint="install kmod: apt-get install kmod",
+    )
+    return parse_show_depends(proc.stdout.decode(), str(kernel.modules_dir))
+
+
+def initramfs_entries(kernel: Kernel, init_script: bytes) -> list[cpio.Entry]:
+    """Everything the board's initramfs holds: busybox, /init, and the root disk's modules."""
+    resolution = resolve(kernel, INITRAMFS_MODULES)
+    entries = [
+        cpio.directory(d)
+        for d in ("bin", "dev", "etc", "proc", "sys", "newroot", "lib", "lib/modules")
+    ]
+    # The kernel opens /dev/console before /init runs; without it init has no stdio.
+    entries.append(cpio.chardev("dev/console", 5, 1))
+    entries.append(cpio.file("bin/busybox", kernel.busybox.read_bytes(), 0o755))
+    entries.append(cpio.file("init", init_script, 0o755))
+    order = "".join(f"{Path(f).name}\n" for f in resolution.files)
+    entries.append(cpio.file("etc/netroot-modules", order.encode()))
+    for rel in resolution.files:
+        data = (kernel.modules_dir / rel).read_bytes()
+        entries.append(cpio.file(f"lib/modules/{Path(rel).name}", data))
+    return entries
+
+
+def build_initramfs(kernel: Kernel, cache: Path) -> Path:
+    """Build (or reuse) the initramfs for `kernel`; named by the hash of its content."""
+    init_script = project_file("images", "board", "init").read_bytes()
+    key = hashlib.sha256(init_script + kernel.version.encode()).hexdigest()[:12]
+    path = cache / f"initramfs-{kernel.version}-{key}.img"
+    if not path.exists():
+        data = cpio.gzipped(initramfs_entries(kernel, init_script))
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        tmp.rename(path)
+    return path

@@ -1,0 +1,88 @@
+"""The lab's address plan and names, computed as data before anything is created (pure)."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+
+from netroot.errors import UsageError
+
+NETNS = "netroot-lab"
+BRIDGE = "nrbr0"
+SUBNET = ipaddress.ip_network("10.77.0.0/24")
+HOST_ADDRESS = "10.77.0.1"  # the host's end of the veth into the lab
+SERVER_ADDRESS = "10.77.0.2"
+SERVER_NAME = "nfs-01"
+FIRST_BOARD = 11  # pi-01 is 10.77.0.11
+MAX_BOARDS = 32
+HOST_VETH = "nr-host"  # host side; its peer in the lab namespace is nr-host-br
+SERVER_VETH = "nr-srv-br"  # lab side of the server's link; the container side is eth0
+SERVER_CONTAINER = "netroot-lab-nfs-01"
+SERVER_IMAGE = "netroot-lab/server:bookworm"
+RASPBIAN_IMAGE = "netroot-lab/raspbian:bookworm"
+
+
+@dataclass(frozen=True)
+class BoardPlan:
+    """One board: its name, address and the devices that carry it."""
+
+    index: int  # 1-based
+    name: str
+    address: str
+    mac: str
+    tap: str
+
+    def dir(self, lab_dir: Path) -> Path:
+        return lab_dir / "boards" / self.name
+
+
+@dataclass(frozen=True)
+class LabPlan:
+    """Everything `lab up` will create, for `boards` boards."""
+
+    lab_dir: Path
+    export_root: Path
+    boards: tuple[BoardPlan, ...]
+    prefixlen: int = SUBNET.prefixlen
+
+    @property
+    def key(self) -> Path:
+        return self.lab_dir / "id_ed25519"
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.lab_dir / "known_hosts"
+
+    @property
+    def state_file(self) -> Path:
+        return self.lab_dir / "state.json"
+
+    @property
+    def server_dir(self) -> Path:
+        return self.lab_dir / "server"
+
+
+def board_plan(index: int) -> BoardPlan:
+    """Board `index` (1-based): pi-NN at 10.77.0.(10+N), a stable locally administered MAC."""
+    if not 1 <= index <= MAX_BOARDS:
+        raise UsageError(f"board number {index} out of range", f"use 1..{MAX_BOARDS}")
+    host = FIRST_BOARD + index - 1
+    return BoardPlan(
+        index=index,
+        name=f"pi-{index:02d}",
+        address=str(SUBNET.network_address + host),
+        mac=f"52:54:00:77:00:{host:02x}",
+        tap=f"nrtap{index}",
+    )
+
+
+def make_plan(boards: int, lab_dir: Path, export_root: Path | None = None) -> LabPlan:
+    """The plan for `boards` boards under `lab_dir` (export root default: lab_dir/export)."""
+    if boards < 1 or boards > MAX_BOARDS:
+        raise UsageError(f"--boards {boards}: expected 1..{MAX_BOARDS}")
+    return LabPlan(
+        lab_dir=lab_dir,
+        export_root=export_root or lab_dir / "export",
+        boards=tuple(board_plan(i) for i in range(1, boards + 1)),
+    )

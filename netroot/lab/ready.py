@@ -1,0 +1,77 @@
+"""Is a lab host ready? A TCP probe for the SSH banner, then a real, host-key-checked SSH login."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from netroot.run import run
+
+
+def ssh_banner(address: str, timeout: float = 1.0) -> bool:
+    """True if something on address:22 speaks SSH (cheap; no login)."""
+    try:
+        with socket.create_connection((address, 22), timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            return sock.recv(4).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+def ssh_argv(address: str, key: Path, known_hosts: Path, *command: str) -> list[str]:
+    """ssh to a lab host with the lab's key, checking its host key against the lab's known_hosts."""
+    return [
+        "ssh",
+        "-i",
+        str(key),
+        "-o",
+        "IdentitiesOnly=yes",
+        "-o",
+        f"UserKnownHostsFile={known_hosts}",
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "ConnectTimeout=5",
+        "-o",
+        "LogLevel=ERROR",
+        f"root@{address}",
+        *command,
+    ]
+
+
+def ssh_ok(address: str, key: Path, known_hosts: Path) -> bool:
+    """A full login that runs `true`: proves sshd, the lab key and the host key all agree."""
+    proc = run(ssh_argv(address, key, known_hosts, "true"), check=False, timeout=60)
+    return proc.returncode == 0
+
+
+def wait_all(
+    hosts: dict[str, str],
+    key: Path,
+    known_hosts: Path,
+    timeout: float,
+    on_ready: Callable[[str, float], None],
+    alive: Callable[[str], bool],
+) -> list[str]:
+    """Poll until every host (name -> address) logs in; returns the names still not ready.
+
+    Stops early for a host whose process died (`alive` false): waiting longer cannot help.
+    """
+    start = time.monotonic()
+    pending = dict(hosts)
+    while pending and time.monotonic() - start < timeout:
+        for name, address in list(pending.items()):
+            if not alive(name):
+                continue
+            if ssh_banner(address) and ssh_ok(address, key, known_hosts):
+                on_ready(name, time.monotonic() - start)
+                del pending[name]
+        if pending and all(not alive(n) for n in pending):
+            break
+        if pending:
+            time.sleep(0.5)
+    return sorted(pending)

@@ -1,0 +1,99 @@
+"""The lab's image recipes as data: what mmdebstrap builds, and the cache key of each (pure)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+
+SUITE = "bookworm"
+MIRROR = "http://deb.debian.org/debian"
+
+# Keep the trees small: no docs (but copyrights), no man pages, no translations.
+SLIM_DPKG_OPTS = (
+    "path-exclude=/usr/share/doc/*",
+    "path-include=/usr/share/doc/*/copyright",
+    "path-exclude=/usr/share/man/*",
+    "path-exclude=/usr/share/locale/*",
+)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One mmdebstrap run: a Debian tree as a tar, named by what went into it."""
+
+    name: str
+    arch: str
+    variant: str
+    packages: tuple[str, ...]
+    dpkg_opts: tuple[str, ...] = SLIM_DPKG_OPTS
+    suite: str = SUITE
+    mirror: str = MIRROR
+
+    @property
+    def key(self) -> str:
+        """Changes whenever anything that shapes the tree changes."""
+        blob = json.dumps(asdict(self), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:12]
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}-{self.arch}-{self.key}.tar"
+
+    def argv(self, output: str) -> list[str]:
+        """The mmdebstrap command line that writes this tree to `output`."""
+        argv = ["mmdebstrap", "--quiet", f"--arch={self.arch}", f"--variant={self.variant}"]
+        argv += [f"--dpkgopt={opt}" for opt in self.dpkg_opts]
+        if self.packages:
+            argv.append("--include=" + ",".join(self.packages))
+        argv += [self.suite, output, self.mirror]
+        return argv
+
+
+# Debian's arm64 kernel (and its modules) plus a static arm64 busybox for the initramfs.
+# `extract` only unpacks: no maintainer scripts run, and the host's dpkg architectures
+# stay untouched (unlike `dpkg --add-architecture arm64; apt-get download`).
+KERNEL = Recipe("kernel", "arm64", "extract", ("linux-image-arm64", "busybox-static"), ())
+
+# The boards' own "SD-card" OS: armhf like Raspberry Pi OS Lite, booting systemd.
+# udev is needed by systemd-networkd to manage links; dbus keeps systemd's tools quiet.
+BOARD = Recipe(
+    "board-rootfs",
+    "armhf",
+    "minbase",
+    (
+        "systemd-sysv",
+        "udev",
+        "dbus",
+        "openssh-server",
+        "python3",
+        "nfs-common",
+        "kmod",
+        "iproute2",
+        "procps",
+        "netbase",
+    ),
+)
+
+# The NFS server host: userspace NFS (the kernel here has no nfsd), reachable over SSH.
+SERVER = Recipe(
+    "server-rootfs",
+    "amd64",
+    "minbase",
+    (
+        "openssh-server",
+        "python3",
+        "nfs-ganesha",
+        "nfs-ganesha-vfs",
+        "rpcbind",
+        "libnfs-utils",
+        "iproute2",
+        "procps",
+        "kmod",
+    ),
+)
+
+# The Raspbian stand-in that netroot exports: armhf python3 and numpy (no torch in Debian armhf).
+RASPBIAN = Recipe("raspbian-rootfs", "armhf", "minbase", ("python3", "python3-numpy"))
+
+ALL = (KERNEL, BOARD, SERVER, RASPBIAN)

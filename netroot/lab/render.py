@@ -1,0 +1,70 @@
+"""What the lab writes for others: the Ansible inventory and known_hosts (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from netroot.lab.plan import SERVER_ADDRESS, SERVER_NAME, LabPlan
+
+
+def inventory(plan: LabPlan) -> dict[str, Any]:
+    """The lab's inventory as data, in the shape of the lab contract."""
+    common = (
+        f"-o UserKnownHostsFile={plan.known_hosts} -o StrictHostKeyChecking=yes"
+        " -o IdentitiesOnly=yes"
+    )
+    boards = {
+        b.name: {
+            "ansible_host": b.address,
+            "netroot_address": b.address,
+            "netroot_image": "raspbian",
+            "netroot_qpu": False,
+            "netroot_mac": b.mac,
+        }
+        for b in plan.boards
+    }
+    return {
+        "all": {
+            "vars": {
+                "ansible_user": "root",
+                "ansible_ssh_private_key_file": str(plan.key),
+                "ansible_ssh_common_args": common,
+                "ansible_python_interpreter": "/usr/bin/python3",
+                "netroot_known_hosts": str(plan.known_hosts),
+            },
+            "children": {
+                "nfs_servers": {
+                    "hosts": {
+                        SERVER_NAME: {
+                            "ansible_host": SERVER_ADDRESS,
+                            "netroot_nfs_backend": "ganesha",
+                            "netroot_export_root": str(plan.export_root),
+                            "netroot_nfs_address": SERVER_ADDRESS,
+                        }
+                    }
+                },
+                "boards": {"children": {"lab": {"hosts": boards}}},
+            },
+        }
+    }
+
+
+def inventory_yaml(plan: LabPlan) -> str:
+    header = "# Written by `netroot lab up`; rewritten on every start of the lab.\n"
+    return header + yaml.safe_dump(inventory(plan), sort_keys=False, default_flow_style=False)
+
+
+def known_hosts(host_keys: Mapping[str, tuple[str, str]]) -> str:
+    """known_hosts lines from name -> (address, public key line) using the lab's own keys.
+
+    The keys come from the files the lab generated for each host, never from the network, so a
+    host answering with another key fails the check.
+    """
+    lines = []
+    for name, (address, pub) in sorted(host_keys.items()):
+        keytype, blob = pub.split()[:2]
+        lines.append(f"{address},{name} {keytype} {blob}\n")
+    return "".join(lines)

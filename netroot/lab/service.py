@@ -1,0 +1,315 @@
+"""`netroot lab up|status|down|doctor`: build (cached), start, check and stop the virtual lab."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from netroot import paths
+from netroot.errors import EnvironmentMissing, NetrootError
+from netroot.lab import (
+    boards,
+    disk,
+    doctor,
+    images,
+    kernel,
+    keys,
+    network,
+    ready,
+    recipes,
+    render,
+    server,
+    state,
+    supervise,
+)
+from netroot.lab.boards import BoardFiles
+from netroot.lab.plan import (
+    NETNS,
+    RASPBIAN_IMAGE,
+    SERVER_ADDRESS,
+    SERVER_CONTAINER,
+    SERVER_IMAGE,
+    SERVER_NAME,
+    BoardPlan,
+    LabPlan,
+    board_plan,
+    make_plan,
+)
+from netroot.paths import project_file
+from netroot.run import run
+
+Report = Callable[[str], None]
+READY_TIMEOUT = 600.0  # a cold first boot under TCG on a busy 2-core machine
+
+SSHD_CONF = (
+    b"# netroot lab: key-only root login with the lab's key; the host key comes from the lab.\n"
+    b"HostKey /etc/ssh/ssh_host_ed25519_key\nPermitRootLogin prohibit-password\n"
+    b"PasswordAuthentication no\nKbdInteractiveAuthentication no\nUseDNS no\n"
+)
+
+
+@contextmanager
+def _locked(lab_dir: Path) -> Iterator[None]:
+    """One `lab up`/`lab down` at a time (tests of several agents may share a lab)."""
+    lab_dir.mkdir(parents=True, exist_ok=True)
+    with (lab_dir / ".lock").open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+def check_environment() -> None:
+    """Raise EnvironmentMissing naming every missing package and the apt command."""
+    gone = doctor.missing(doctor.tool_present)
+    if gone:
+        names = ", ".join(sorted({f"{r.what} ({r.package})" for r in gone}))
+        raise EnvironmentMissing(f"missing: {names}", doctor.apt_command(gone))
+    docker_ok = run(["docker", "info"], check=False).returncode == 0
+    failed = [c for c in doctor.system_checks(docker_ok) if not c.ok]
+    if failed:
+        raise EnvironmentMissing(
+            "not ready: " + ", ".join(c.name for c in failed), "; ".join(c.hint for c in failed)
+        )
+
+
+def _image_key(recipe: recipes.Recipe, recipe_dir: str) -> str:
+    h = hashlib.sha256(recipe.key.encode())
+    for f in sorted(project_file("images", recipe_dir).iterdir()):
+        h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def build_artifacts(report: Report) -> tuple[kernel.Kernel, Path, Path]:
+    """Everything the lab boots from, built once and cached: kernel, initramfs, base disk.
+
+    Also builds the server and Raspbian Docker images. Returns (kernel, initramfs, base disk).
+    """
+    cache = paths.cache_dir() / "lab"
+    cache.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    ktar = images.rootfs(recipes.KERNEL, cache, report)
+    kern = kernel.unpack(ktar, cache / f"kernel-{recipes.KERNEL.key}")
+    initrd = kernel.build_initramfs(kern, cache)
+    board_tar = images.rootfs(recipes.BOARD, cache, report)
+    base = cache / f"board-disk-{disk.base_key(board_tar, kern)}.img"
+    if not base.exists():
+        report("building the boards' base disk (mke2fs -d)")
+        disk.build_base(board_tar, kern, cache)
+    server_tar = images.rootfs(recipes.SERVER, cache, report)
+    images.docker_image(
+        SERVER_IMAGE,
+        "server",
+        server_tar,
+        _image_key(recipes.SERVER, "server"),
+        "linux/amd64",
+        report,
+    )
+    raspbian_tar = images.rootfs(recipes.RASPBIAN, cache, report)
+    images.docker_image(
+        RASPBIAN_IMAGE,
+        "raspbian",
+        raspbian_tar,
+        _image_key(recipes.RASPBIAN, "raspbian"),
+        "linux/arm/v7",
+        report,
+    )
+    report(f"artifacts ready ({time.monotonic() - t0:.1f} s)")
+    return kern, initrd, base
+
+
+def _host_key(path: Path, name: str) -> tuple[bytes, bytes, str]:
+    pub = keys.ensure_key(path, f"root@{name}")
+    return path.read_bytes(), (pub + "\n").encode(), pub
+
+
+def _board_seed(board: BoardPlan, files: BoardFiles, client_pub: str) -> bytes:
+    priv, pub, _ = _host_key(files.host_key, board.name)
+    machine_id = files.dir / "machine-id"
+    if not machine_id.exists():  # the board's own identity, stable across restarts
+        machine_id.write_text(secrets.token_hex(16) + "\n")
+    hosts = f"127.0.0.1 localhost\n127.0.1.1 {board.name}\n{SERVER_ADDRESS} {SERVER_NAME}\n"
+    return disk.seed_tar(
+        {
+            "etc/hostname": (f"{board.name}\n".encode(), 0o644),
+            "etc/hosts": (hosts.encode(), 0o644),
+            "etc/machine-id": (machine_id.read_bytes(), 0o444),
+            "etc/ssh/ssh_host_ed25519_key": (priv, 0o600),
+            "etc/ssh/ssh_host_ed25519_key.pub": (pub, 0o644),
+            "root/.ssh/authorized_keys": ((client_pub + "\n").encode(), 0o600),
+        }
+    )
+
+
+def _server_seed(plan: LabPlan, client_pub: str) -> bytes:
+    priv, pub, _ = _host_key(plan.server_dir / "ssh_host_ed25519_key", SERVER_NAME)
+    return disk.seed_tar(
+        {
+            "etc/ssh/ssh_host_ed25519_key": (priv, 0o600),
+            "etc/ssh/ssh_host_ed25519_key.pub": (pub, 0o644),
+            "etc/ssh/sshd_config.d/10-netroot-lab.conf": (SSHD_CONF, 0o644),
+            "root/.ssh/authorized_keys": ((client_pub + "\n").encode(), 0o600),
+        }
+    )
+
+
+def _write_identity(plan: LabPlan) -> str:
+    """The lab's client key, every host's key, known_hosts and the inventory."""
+    client_pub = keys.ensure_key(plan.key, "netroot-lab")
+    host_keys = {
+        SERVER_NAME: (
+            SERVER_ADDRESS,
+            _host_key(plan.server_dir / "ssh_host_ed25519_key", SERVER_NAME)[2],
+        )
+    }
+    for board in plan.boards:
+        files = BoardFiles(board.dir(plan.lab_dir))
+        files.dir.mkdir(parents=True, exist_ok=True)
+        host_keys[board.name] = (board.address, _host_key(files.host_key, board.name)[2])
+    plan.known_hosts.write_text(render.known_hosts(host_keys))
+    inv = paths.lab_inventory()
+    inv.parent.mkdir(parents=True, exist_ok=True)
+    inv.write_text(render.inventory_yaml(plan))
+    return client_pub
+
+
+def _existing_boards(lab_dir: Path) -> list[BoardPlan]:
+    found = []
+    for d in sorted((lab_dir / "boards").glob("pi-*")):
+        try:
+            found.append(board_plan(int(d.name.removeprefix("pi-"))))
+        except ValueError:
+            continue
+    return found
+
+
+def up(
+    boards_wanted: int, report: Report, fresh: bool = False, export_root: Path | None = None
+) -> LabPlan:
+    """Bring the lab to `boards_wanted` boards, all SSH-ready; reuses whatever is already up."""
+    check_environment()
+    lab_dir = paths.lab_dir()
+    with _locked(lab_dir):
+        previous = state.load(lab_dir / "state.json")
+        root = export_root or Path(previous.get("export_root") or lab_dir / "export")
+        plan = make_plan(boards_wanted, lab_dir, root)
+        plan.export_root.mkdir(parents=True, exist_ok=True)
+        kern, initrd, base = build_artifacts(report)
+        client_pub = _write_identity(plan)
+        t0 = time.monotonic()
+        network.create(plan)
+        state.save(plan.state_file, boards_wanted, plan.export_root)
+        if server.running_pid() is None:
+            report(f"starting {SERVER_NAME} at {SERVER_ADDRESS}")
+            server.start(plan, _server_seed(plan, client_pub))
+        wanted = {b.name for b in plan.boards}
+        for extra in _existing_boards(lab_dir):
+            if extra.name not in wanted and boards.stop(BoardFiles(extra.dir(lab_dir))):
+                report(f"stopped {extra.name} (not in a lab of {boards_wanted})")
+        for board in plan.boards:
+            files = BoardFiles(board.dir(lab_dir))
+            if boards.running_pid(files) is not None:
+                continue
+            disk.overlay(base, files.disk, fresh)
+            files.seed.write_bytes(_board_seed(board, files, client_pub))
+            boards.start(board, files, kern.image, initrd)
+            report(f"started {board.name} at {board.address}")
+        hosts = {SERVER_NAME: SERVER_ADDRESS, **{b.name: b.address for b in plan.boards}}
+        board_files = {b.name: BoardFiles(b.dir(lab_dir)) for b in plan.boards}
+
+        def alive(name: str) -> bool:
+            if name == SERVER_NAME:
+                return server.running_pid() is not None
+            return boards.running_pid(board_files[name]) is not None
+
+        def on_ready(name: str, after: float) -> None:
+            report(f"{name} ssh-ready ({after:.1f} s)")
+
+        late = ready.wait_all(hosts, plan.key, plan.known_hosts, READY_TIMEOUT, on_ready, alive)
+        if late:
+            consoles = ", ".join(str(board_files[n].console) for n in late if n in board_files)
+            raise NetrootError(
+                f"not ssh-ready: {', '.join(late)}",
+                f"see the console logs: {consoles}"
+                if consoles
+                else f"docker logs {SERVER_CONTAINER}",
+            )
+        report(
+            f"lab up: {len(plan.boards)} boards ssh-ready {time.monotonic() - t0:.1f} s after start"
+        )
+        return plan
+
+
+def status() -> state.LabStatus:
+    """What is running now, from pidfiles and the container, with a cheap SSH banner probe."""
+    lab_dir = paths.lab_dir()
+    saved = state.load(lab_dir / "state.json")
+    planned = int(saved.get("boards") or 0)
+    hosts = []
+    spid = server.running_pid()
+    hosts.append(
+        state.HostStatus(
+            SERVER_NAME,
+            "server",
+            SERVER_ADDRESS,
+            spid,
+            spid is not None,
+            spid is not None and ready.ssh_banner(SERVER_ADDRESS),
+        )
+    )
+    seen = {b.name: b for b in _existing_boards(lab_dir)}
+    for i in range(1, planned + 1):
+        seen.setdefault(board_plan(i).name, board_plan(i))
+    for board in sorted(seen.values(), key=lambda b: b.index):
+        pid = boards.running_pid(BoardFiles(board.dir(lab_dir)))
+        if pid is None and board.index > planned:
+            continue
+        rss = supervise.rss_kib(pid) if pid else None
+        hosts.append(
+            state.HostStatus(
+                board.name,
+                "board",
+                board.address,
+                pid,
+                pid is not None,
+                pid is not None and ready.ssh_banner(board.address),
+                round(rss / 1024, 1) if rss else None,
+            )
+        )
+    return state.LabStatus(
+        network=network.netns_exists(NETNS),
+        hosts=tuple(hosts),
+        inventory=str(paths.lab_inventory()),
+        boards_planned=planned,
+    )
+
+
+def healthy(lab_status: state.LabStatus) -> bool:
+    """Up, and every host accepts the lab's key with a host key that matches known_hosts."""
+    if not lab_status.up:
+        return False
+    lab_dir = paths.lab_dir()
+    key, kh = lab_dir / "id_ed25519", lab_dir / "known_hosts"
+    return all(ready.ssh_ok(h.address, key, kh) for h in lab_status.hosts)
+
+
+def down(report: Report) -> list[str]:
+    """Stop every board (by PID), remove the server container and the lab network."""
+    lab_dir = paths.lab_dir()
+    stopped: list[str] = []
+    with _locked(lab_dir):
+        for board in _existing_boards(lab_dir):
+            if boards.stop(BoardFiles(board.dir(lab_dir))):
+                stopped.append(board.name)
+                report(f"stopped {board.name}")
+        if server.remove():
+            stopped.append(SERVER_NAME)
+            report(f"removed {SERVER_NAME}")
+        for item in network.destroy():
+            stopped.append(item)
+            report(f"removed {item}")
+        (lab_dir / "state.json").unlink(missing_ok=True)
+    return stopped

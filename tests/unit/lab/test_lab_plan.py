@@ -1,0 +1,78 @@
+"""The lab's address plan and what it writes for others (inventory, known_hosts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from netroot.errors import UsageError
+from netroot.inventory import parse
+from netroot.lab import render
+from netroot.lab.plan import HOST_ADDRESS, SERVER_ADDRESS, board_plan, make_plan
+
+
+def test_boards_get_consecutive_addresses_from_11() -> None:
+    plan = make_plan(3, Path("/lab"))
+    assert [b.name for b in plan.boards] == ["pi-01", "pi-02", "pi-03"]
+    assert [b.address for b in plan.boards] == ["10.77.0.11", "10.77.0.12", "10.77.0.13"]
+    assert len({b.mac for b in plan.boards}) == 3
+    assert len({b.tap for b in plan.boards}) == 3
+    assert HOST_ADDRESS not in {b.address for b in plan.boards}
+    assert SERVER_ADDRESS not in {b.address for b in plan.boards}
+
+
+def test_board_mac_encodes_its_address() -> None:
+    assert board_plan(1).mac == "52:54:00:77:00:0b"
+    assert board_plan(32).address == "10.77.0.42"
+
+
+@pytest.mark.parametrize("n", [0, -1, 33])
+def test_out_of_range_board_counts_are_usage_errors(n: int) -> None:
+    with pytest.raises(UsageError):
+        make_plan(n, Path("/lab"))
+
+
+def test_export_root_defaults_under_the_lab_dir() -> None:
+    assert make_plan(1, Path("/lab")).export_root == Path("/lab/export")
+    assert make_plan(1, Path("/lab"), Path("/srv/x")).export_root == Path("/srv/x")
+
+
+def test_inventory_matches_the_contract_and_validates() -> None:
+    plan = make_plan(3, Path("/lab"), Path("/srv/export"))
+    text = render.inventory_yaml(plan)
+    inv = parse(yaml.safe_load(text), Path("inventory.yml"))
+    assert list(inv.boards) == ["pi-01", "pi-02", "pi-03"]
+    assert inv.boards["pi-02"].address == "10.77.0.12"
+    assert inv.boards["pi-02"].image == "raspbian"
+    assert inv.boards["pi-02"].qpu is False
+    assert "lab" in inv.groups and set(inv.groups["lab"]) == set(inv.boards)
+    server = inv.server
+    assert (server.name, server.address, server.backend) == ("nfs-01", "10.77.0.2", "ganesha")
+    assert server.export_root == "/srv/export"
+    allvars = yaml.safe_load(text)["all"]["vars"]
+    assert allvars["ansible_ssh_private_key_file"] == "/lab/id_ed25519"
+    assert "StrictHostKeyChecking=yes" in allvars["ansible_ssh_common_args"]
+    assert "UserKnownHostsFile=/lab/known_hosts" in allvars["ansible_ssh_common_args"]
+    assert allvars["netroot_known_hosts"] == "/lab/known_hosts"
+
+
+def test_known_hosts_lists_address_and_name_with_the_generated_key() -> None:
+    text = render.known_hosts(
+        {
+            "pi-01": ("10.77.0.11", "ssh-ed25519 AAAAC3one root@pi-01"),
+            "nfs-01": ("10.77.0.2", "ssh-ed25519 AAAAC3two root@nfs-01"),
+        }
+    )
+    assert text.splitlines() == [
+        "10.77.0.2,nfs-01 ssh-ed25519 AAAAC3two",
+        "10.77.0.11,pi-01 ssh-ed25519 AAAAC3one",
+    ]
+
+
+def test_kernel_cmdline_gives_the_initramfs_the_board_address() -> None:
+    from netroot.lab.boards import kernel_cmdline
+
+    assert "netroot.ip=10.77.0.12/24" in kernel_cmdline(board_plan(2)).split()
+    assert "console=ttyAMA0" in kernel_cmdline(board_plan(2)).split()
