@@ -126,6 +126,9 @@ def document(mode: str, stages: list[Stage], ctx: Context | None) -> dict[str, A
         "warned": counts["warn"],
         "reason": facts.get("no_videocore", ""),
         "gflops": ctx.gflops if ctx else None,
+        "percent_of_peak": (
+            round(100 * ctx.gflops / smoke.PEAK_GFLOPS, 1) if ctx and ctx.gflops else None
+        ),
         "peak_gflops": smoke.PEAK_GFLOPS,
         "v3d_clock_hz": ctx.clock_hz if ctx and ctx.clock_hz else None,
         "launch_latency_ms": ctx.latency_s * 1000 if ctx and ctx.latency_s else None,

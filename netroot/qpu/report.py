@@ -38,6 +38,7 @@ class QpuSummary:
     warned: int
     reason: str
     gflops: float | None
+    percent_of_peak: float | None  # gflops / 38.4 GFLOPS
     peak_gflops: float
     v3d_clock_hz: int | None
     launch_latency_ms: float | None
@@ -110,6 +111,7 @@ def from_dict(data: Any) -> QpuReport:
         warned=_get(s, "warned", int, where),
         reason=_get(s, "reason", str, where),
         gflops=_opt_number(s, "gflops", where),
+        percent_of_peak=_opt_number(s, "percent_of_peak", where),
         peak_gflops=float(_get(s, "peak_gflops", (int, float), where)),
         v3d_clock_hz=_opt_number(s, "v3d_clock_hz", where),
         launch_latency_ms=_opt_number(s, "launch_latency_ms", where),

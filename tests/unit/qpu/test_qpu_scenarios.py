@@ -156,3 +156,34 @@ def test_board_revision_codes(revision: int, text: str, kind: int | None, proc: 
     from netroot.qpu.smoke import describe_revision
 
     assert describe_revision(revision) == (text, kind, proc)
+
+
+class _ClockedBoard(fake.FakeBoard):
+    """Exercises the hardware-only GFLOPS path: not labelled emulated, a scripted clock.
+
+    Only for checking the arithmetic; the figures it yields are not measurements.
+    """
+
+    emulated = False
+
+    def __init__(self) -> None:
+        super().__init__("healthy")
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        self.now += 0.001  # every execute appears to take exactly 1 ms
+        return self.now
+
+
+def test_gflops_arithmetic_on_the_hardware_path() -> None:
+    doc = program.run("require", _ClockedBoard(), KERNELS, madd_iterations=2)
+    summary = doc["summary"]
+    assert doc["emulated"] is False
+    flops = 12 * 2 * 624  # QPUs x iterations x flops per iteration
+    assert summary["gflops"] == pytest.approx(flops / 0.001 / 1e9)
+    assert summary["percent_of_peak"] == round(100 * summary["gflops"] / 38.4, 1)
+    assert summary["launch_latency_ms"] == pytest.approx(1.0)
+    s10 = by_id(doc)["S10"]
+    assert s10["status"] == "warn"  # far below a quarter of the peak
+    assert "% of the 38.4 GFLOPS peak" in s10["evidence"]
+    assert summary["exit_code"] == 0
