@@ -107,12 +107,16 @@ class Machine:
         self.semaphores = [0] * 16  # persist across executes, as on the hardware
         self.mutex_owner: int | None = None
         self._decoded: dict[int, Decoded] = {}
+        self._by_pc: dict[int, Decoded] = {}
 
     # --- firmware side ---------------------------------------------------------------------
     def execute(self, num_qpus: int, control_bus: int, max_instructions: int) -> ExecuteResult:
         """Run `num_qpus` programs from the control block {uniforms, code} pairs to the end."""
         if not 1 <= num_qpus <= self.num_qpus:
             raise EmulatorError(f"num_qpus={num_qpus} outside 1..{self.num_qpus}")
+        # The QPUs fetch through an instruction cache: code is read from memory once per
+        # execute (a program cannot rewrite itself while it runs).
+        self._by_pc = {}
         pairs = self.memory.read_words(control_bus, 2 * num_qpus)
         qpus = [QpuState(i, pc=pairs[2 * i + 1], unif=pairs[2 * i]) for i in range(num_qpus)]
         running, total = list(qpus), 0
@@ -158,7 +162,9 @@ class Machine:
 
     def step(self, q: QpuState) -> bool:
         """Execute one instruction of `q`; False (and no effect) if it blocks."""
-        d = self.fetch(q.pc)
+        d = self._by_pc.get(q.pc)
+        if d is None:
+            d = self._by_pc[q.pc] = self.fetch(q.pc)
         kind = d.kind
         written: tuple[tuple[str, int], ...] = ()
         if kind == "sema":
