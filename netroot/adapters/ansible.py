@@ -87,6 +87,9 @@ def run_playbook(
             "ANSIBLE_CONFIG": str(playbooks / "ansible.cfg"),
             "ANSIBLE_ROLES_PATH": str(playbooks / "roles"),
             "ANSIBLE_NOCOLOR": "1",
+            # ansible-runner turns host key checking off unless told otherwise; netroot never
+            # auto-accepts a host key (the inventory's known_hosts is the authority).
+            "ANSIBLE_HOST_KEY_CHECKING": "True",
             "PATH": path,
         },
         settings={"suppress_ansible_output": True},
