@@ -24,6 +24,7 @@ V3D_PHYS = 0x3FC00000
 V3D_IDENT0 = 0x02443356
 PEAK_GFLOPS = 38.4  # 12 QPUs x 4 lanes/cycle x 2 ops x 400 MHz
 NO_VC = "no VideoCore IV on this board"
+NEWER_FAMILIES = ("Raspberry Pi", "Compute Module")  # "... 4", "... 5", "Raspberry Pi 400"
 REMEDY_NO_VC = (
     "run the QPU smoke test on a Raspberry Pi 3B (or with --qpu skip / --qpu emulate "
     "where no VideoCore IV is expected)"
@@ -113,6 +114,12 @@ def s0_devices(ctx: Context) -> Stage:
         model = p.read_text(DT_MODEL) or "unknown"
         if "Raspberry Pi" not in model:
             raise NoVideoCore(f"{NO_VC}: no /dev/vcio, device tree model {model!r}")
+        if any(f"{family} {n}" in model for family in NEWER_FAMILIES for n in "45"):
+            raise NoVideoCore(
+                f"unsupported board: {model} has no VideoCore IV (and no /dev/vcio here)",
+                "run the QPU smoke test on a Raspberry Pi 3B; this board needs --qpu skip",
+            )
+        # A VideoCore IV Pi without /dev/vcio is a broken chroot, not a board without a GPU.
         return _stage(
             "S0",
             "fail",

@@ -187,3 +187,24 @@ def test_gflops_arithmetic_on_the_hardware_path() -> None:
     assert s10["status"] == "warn"  # far below a quarter of the peak
     assert "% of the 38.4 GFLOPS peak" in s10["evidence"]
     assert summary["exit_code"] == 0
+
+
+class _Pi4WithoutVcio(fake.FakeBoard):
+    """A Pi 4 whose kernel offers no /dev/vcio: unsupported, not a broken chroot."""
+
+    def __init__(self) -> None:
+        super().__init__("pi4")
+
+    def exists(self, path: str) -> bool:
+        return path != "/dev/vcio" and super().exists(path)
+
+
+def test_newer_pi_without_vcio_is_unsupported_not_broken() -> None:
+    doc = program.run("auto", _Pi4WithoutVcio(), KERNELS, madd_iterations=2)
+    stage = by_id(doc)["S0"]
+    assert stage["status"] == "skip"
+    assert strip(stage["diagnosis"]) == (
+        "unsupported board: Raspberry Pi 4 Model B Rev 1.1 has no VideoCore IV (and no "
+        "/dev/vcio here)"
+    )
+    assert doc["summary"]["exit_code"] == 0
