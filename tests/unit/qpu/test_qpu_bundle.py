@@ -86,3 +86,12 @@ def test_the_bundle_embeds_the_assembled_kernel_words() -> None:
         assert f"0x{kernel.words[0]:016x}" in source
         assert f"0x{kernel.words[-1]:016x}" in source
     json.dumps(source)  # plain text, safe to send over SSH
+
+
+def test_emulate_and_hardware_programs_carry_the_same_kernel_bytes() -> None:
+    def kernel_block(source: str) -> str:
+        start = source.index("KERNELS = {")
+        return source[start : source.index("}", start)]
+
+    blocks = {mode: kernel_block(bundle.build_program(mode)) for mode in bundle.MODES}
+    assert len(set(blocks.values())) == 1
