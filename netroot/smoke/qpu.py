@@ -15,6 +15,11 @@ from netroot.smoke.report import CheckResult
 EMULATED_PREFIX = "EMULATED, the GPU was not tested: "
 
 
+def _label(prefix: str, message: str) -> str:
+    """Prefix emulated results, unless the program already said so on that line."""
+    return message if message.startswith("EMULATED") else prefix + message
+
+
 def stage_checks(board: str, report: QpuReport) -> list[CheckResult]:
     """One check per stage; in emulate mode every line says the GPU was not tested."""
     prefix = EMULATED_PREFIX if report.emulated else ""
@@ -30,7 +35,7 @@ def stage_checks(board: str, report: QpuReport) -> list[CheckResult]:
                 board=board,
                 check=f"qpu {st.id} {st.title}",
                 status=st.status,
-                message=prefix + " | ".join(p for p in parts if p),
+                message=_label(prefix, " | ".join(p for p in parts if p)),
                 source="qpu",
             )
         )

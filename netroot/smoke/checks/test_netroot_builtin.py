@@ -13,8 +13,14 @@ import pytest
 
 from netroot.smoke.plugin import BoardShell
 
-MOUNTED = "/run/netroot/mounted"
-ASSIGNED = "/etc/netroot/assigned"
+MOUNTED = "/run/netroot/mounted"  # on the board: the version netroot-mount mounted
+ASSIGNED = "/etc/netroot/assigned"  # on the board: the version it was provisioned with
+SHARED = "/run/netroot/shared"  # on the board: the image's export, mounted read-only
+MANIFEST = "/run/netroot/manifest.json"  # in the chroot: the mounted version's manifest
+READ_MANIFEST = (
+    "/usr/bin/python3 -c \"import json; d = json.load(open('" + MANIFEST + "')); "
+    "print(d['version'], d['tree_hash'])\""
+)
 
 
 def _read(board: BoardShell, path: str) -> str:
@@ -23,40 +29,42 @@ def _read(board: BoardShell, path: str) -> str:
     return res.stdout.decode().strip()
 
 
+def _mount_options(board: BoardShell, mountpoint: str) -> str | None:
+    found = None
+    for line in board.run("cat /proc/mounts").stdout.decode().splitlines():
+        fields = line.split()
+        if len(fields) > 3 and fields[1] == mountpoint:
+            found = fields[3]  # the last one listed is the one on top
+    return found
+
+
 def test_assigned_version_mounted(host: Any, board: BoardShell, expected: dict[str, Any]) -> None:
-    mounted = _read(board, MOUNTED).split()
+    mounted = _read(board, MOUNTED)
     assert mounted, f"{MOUNTED} is empty: netroot-mount did not finish"
-    want = expected.get("version") or _read(board, ASSIGNED).split()[0]
-    assert mounted[0] == want, f"mounted version {mounted[0]}, assigned {want}"
-    if expected.get("tree_hash") and len(mounted) > 1:
-        assert mounted[1] == expected["tree_hash"], "mounted tree hash differs from manifest"
-    mounts = board.run("cat /proc/mounts").stdout.decode()
-    assert re.search(rf"/versions/{re.escape(want)}\S*\s", mounts), (
-        f"no NFS mount of versions/{want} on the board"
-    )
+    want = expected.get("version") or _read(board, ASSIGNED)
+    assert mounted == want, f"mounted version {mounted}, should run {want}"
+    version, tree_hash = host.check_output(READ_MANIFEST).split()
+    assert version == want, f"the chroot's manifest is version {version}, should be {want}"
+    if expected.get("tree_hash"):
+        assert tree_hash == expected["tree_hash"], "the chroot's tree hash differs from the export"
+    opts = _mount_options(board, "/run/netroot/root") or ""
+    assert f"{SHARED}/versions/{want}" in opts, f"chroot root is not over versions/{want}: {opts}"
 
 
 def test_shared_root_read_only(host: Any, board: BoardShell) -> None:
-    res = board.run("cat /run/netroot/shared")
-    shared = res.stdout.decode().strip()
-    assert res.rc == 0 and shared, "/run/netroot/shared (the shared version's mountpoint) missing"
-    opts = [
-        ln.split()[3]
-        for ln in board.run("cat /proc/mounts").stdout.decode().splitlines()
-        if len(ln.split()) > 3 and ln.split()[1] == shared
-    ]
-    assert opts, f"{shared} is not a mountpoint"
-    assert "ro" in opts[-1].split(","), f"shared version mounted {opts[-1]}, expected ro"
-    probe = board.run(f"touch {shared}/.netroot-probe")
-    assert probe.rc != 0, f"could write into the shared version at {shared}"
+    opts = _mount_options(board, SHARED)
+    assert opts is not None, f"{SHARED} (the image's export) is not mounted"
+    assert "ro" in opts.split(","), f"the shared export is mounted {opts}, expected ro"
+    probe = board.run(f"touch {SHARED}/.netroot-probe")
+    assert probe.rc != 0, f"could write into the shared export at {SHARED}"
 
 
 def test_writable_layer_is_the_boards(host: Any, board: BoardShell) -> None:
     name = host.backend.get_hostname()
+    version = _read(board, MOUNTED)
     probe = f"/var/tmp/.netroot-probe-{name}"
     assert host.run(f"echo {name} > {probe}").rc == 0, "the chroot's root is not writable"
-    shared = board.run("cat /run/netroot/shared").stdout.decode().strip()
-    leaked = board.run(f"test -e {shared}{probe}")
+    leaked = board.run(f"test -e {SHARED}/versions/{version}{probe}")
     host.run(f"rm -f {probe}")
     assert leaked.rc != 0, "a write in the chroot reached the shared version"
 

@@ -1,0 +1,46 @@
+"""Helpers shared by the smoke and rollout e2e tests: run netroot, build variant images."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+BASE_IMAGE = "netroot-lab/raspbian:bookworm"
+NETROOT = [sys.executable, "-m", "netroot"]
+
+
+def netroot(inventory: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NETROOT_INVENTORY": str(inventory), "NO_COLOR": "1", "COLUMNS": "200"}
+    return subprocess.run(
+        [*NETROOT, *args], capture_output=True, text=True, env=env, timeout=timeout, check=False
+    )
+
+
+def netroot_json(inventory: Path, *args: str, codes: tuple[int, ...] = (0,)) -> Any:
+    proc = netroot(inventory, *args, "--json")
+    assert proc.returncode in codes, f"netroot {args}: rc {proc.returncode}\n{proc.stderr[-3000:]}"
+    return json.loads(proc.stdout)
+
+
+def variant_image(tag: str, stamp: str) -> str:
+    """The lab image plus /etc/netroot-stamp (built locally, never pulled)."""
+    ref = f"netroot-lab/raspbian:{tag}"
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "Dockerfile").write_text(f"FROM {BASE_IMAGE}\nCOPY stamp /etc/netroot-stamp\n")
+        Path(tmp, "stamp").write_text(stamp + "\n")
+        subprocess.run(
+            ["docker", "build", "--pull=false", "--platform", "linux/arm/v7", "-q", "-t", ref, tmp],
+            check=True,
+            capture_output=True,
+        )
+    return ref
+
+
+def export(inventory: Path, image: str) -> str:
+    data = netroot_json(inventory, "export", image, "--name", "raspbian")
+    return str(data.get("version") or data["manifest"]["version"])
