@@ -25,6 +25,9 @@ def up_cmd(
     ctx: typer.Context,
     boards: int = typer.Option(2, "--boards", "-n", min=1, max=32, help="How many boards."),
     fresh: bool = typer.Option(False, "--fresh", help="Start boards from a clean SD-card disk."),
+    boot: bool = typer.Option(
+        False, "--boot", help="Boot the boards even if `lab down` saved their state."
+    ),
     export_root: Path | None = typer.Option(
         None, "--export-root", help="The NFS export root (default: <lab dir>/export)."
     ),
@@ -37,7 +40,7 @@ def up_cmd(
     def report(msg: str) -> None:
         app.out.info(f"[cyan]{time.monotonic() - t0:6.1f}s[/cyan] {msg}")
 
-    plan = service.up(boards, report, fresh=fresh, export_root=export_root)
+    plan = service.up(boards, report, fresh=fresh, export_root=export_root, boot=boot)
     app.out.info(f"inventory: {plan.lab_dir / 'inventory.yml'}")
 
 
@@ -72,13 +75,18 @@ def status_cmd(
 
 
 @lab_app.command("down")
-def down_cmd(ctx: typer.Context) -> None:
+def down_cmd(
+    ctx: typer.Context,
+    save: bool = typer.Option(
+        True, "--save/--no-save", help="Save each board's state so the next `up` resumes it."
+    ),
+) -> None:
     """Stop every board (by PID), remove nfs-01 and the lab network. Disks and keys stay."""
     from netroot.lab import service
 
     app, t0 = _reporter(ctx)
     stopped = service.down(
-        lambda m: app.out.info(f"[cyan]{time.monotonic() - t0:6.1f}s[/cyan] {m}")
+        save=save, report=lambda m: app.out.info(f"[cyan]{time.monotonic() - t0:6.1f}s[/cyan] {m}")
     )
     app.out.info("lab down" + ("" if stopped else ": nothing was running"))
 
@@ -93,15 +101,15 @@ def doctor_cmd(ctx: typer.Context) -> None:
     gone = doctor.missing(doctor.tool_present)
     for req in doctor.REQUIREMENTS:
         ok = req not in gone
-        mark = "[green]ok[/green]" if ok else "[red]missing[/red]"
-        app.out.info(f"{mark:>22} {req.what} ({req.package}: {req.why})")
+        mark = "[green]     ok[/green]" if ok else "[red]missing[/red]"
+        app.out.info(f"{mark} {req.what} ({req.package}: {req.why})")
     docker_ok = (
         doctor.tool_present("docker") and run(["docker", "info"], check=False).returncode == 0
     )
     checks = doctor.system_checks(docker_ok)
     for check in checks:
-        mark = "[green]ok[/green]" if check.ok else "[red]no[/red]"
-        app.out.info(f"{mark:>22} {check.name}" + ("" if check.ok else f" -> {check.hint}"))
+        mark = "[green]     ok[/green]" if check.ok else "[red]     no[/red]"
+        app.out.info(f"{mark} {check.name}" + ("" if check.ok else f" -> {check.hint}"))
     if gone:
         app.out.error("missing packages", doctor.apt_command(gone))
     if gone or not all(c.ok for c in checks):

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from netroot.errors import NetrootError
-from netroot.lab import network, supervise
+from netroot.lab import monitor, network, supervise
 from netroot.lab.plan import BoardPlan
 from netroot.run import run
 
 MEMORY_MIB = 512
+SNAPSHOT = "netroot-lab"  # the internal qcow2 snapshot holding a board's saved state
 QEMU_HINT = "install qemu-system-arm: apt-get install qemu-system-arm"
 
 
@@ -41,6 +44,14 @@ class BoardFiles:
         return self.dir / "console.sock"
 
     @property
+    def monitor_socket(self) -> Path:
+        return self.dir / "monitor.sock"
+
+    @property
+    def snapshot_marker(self) -> Path:
+        return self.dir / "saved-state"
+
+    @property
     def host_key(self) -> Path:
         return self.dir / "ssh_host_ed25519_key"
 
@@ -52,65 +63,68 @@ def kernel_cmdline(board: BoardPlan, prefixlen: int = 24) -> str:
 
 def qemu_argv(board: BoardPlan, files: BoardFiles, kernel: Path, initrd: Path) -> list[str]:
     """The board's qemu command line (a Pi 3B's Cortex-A53 on the `virt` machine)."""
-    return [
-        "qemu-system-aarch64",
-        "-name",
-        f"{board.name},process=netroot-{board.name}",
-        "-M",
-        "virt",
-        "-cpu",
-        "cortex-a53",
-        "-smp",
-        "1",
-        "-m",
-        str(MEMORY_MIB),
-        "-accel",
-        "tcg,tb-size=128",
-        "-kernel",
-        str(kernel),
-        "-initrd",
-        str(initrd),
-        "-append",
-        kernel_cmdline(board),
-        "-drive",
-        f"if=none,id=sd,file={files.disk},format=qcow2,discard=unmap",
-        "-device",
-        "virtio-blk-pci,drive=sd",
-        "-drive",
-        f"if=none,id=seed,file={files.seed},format=raw,readonly=on",
-        "-device",
-        "virtio-blk-pci,drive=seed",
-        "-netdev",
-        f"tap,id=lan,ifname={board.tap},script=no,downscript=no",
-        "-device",
-        f"virtio-net-pci,netdev=lan,mac={board.mac},romfile=",
-        "-device",
-        "virtio-rng-pci",
-        "-chardev",
-        f"socket,id=console,path={files.console_socket},server=on,wait=off,logfile={files.console}",
-        "-serial",
-        "chardev:console",
-        "-display",
-        "none",
-        "-monitor",
-        "none",
-        "-no-reboot",
-        "-daemonize",
-        "-pidfile",
-        str(files.pidfile),
+    console = f"socket,id=console,path={files.console_socket},server=on,wait=off"
+    pairs = [
+        ("-name", f"{board.name},process=netroot-{board.name}"),
+        ("-M", "virt"),
+        ("-cpu", "cortex-a53"),
+        ("-smp", "1"),
+        ("-m", str(MEMORY_MIB)),
+        ("-accel", "tcg,tb-size=128"),
+        ("-kernel", str(kernel)),
+        ("-initrd", str(initrd)),
+        ("-append", kernel_cmdline(board)),
+        ("-drive", f"if=none,id=sd,file={files.disk},format=qcow2,discard=unmap"),
+        ("-device", "virtio-blk-pci,drive=sd"),
+        # Read-only, so savevm leaves it alone (raw cannot hold snapshots).
+        ("-drive", f"if=none,id=seed,file={files.seed},format=raw,readonly=on"),
+        ("-device", "virtio-blk-pci,drive=seed"),
+        ("-netdev", f"tap,id=lan,ifname={board.tap},script=no,downscript=no"),
+        ("-device", f"virtio-net-pci,netdev=lan,mac={board.mac},romfile="),
+        ("-device", "virtio-rng-pci"),
+        ("-chardev", f"{console},logfile={files.console},logappend=on"),
+        ("-serial", "chardev:console"),
+        ("-monitor", f"unix:{files.monitor_socket},server=on,wait=off"),
+        ("-display", "none"),
+        ("-pidfile", str(files.pidfile)),
     ]
+    return ["qemu-system-aarch64", *[x for pair in pairs for x in pair], "-no-reboot"]
 
 
-def start(board: BoardPlan, files: BoardFiles, kernel: Path, initrd: Path) -> int:
-    """Start the board's qemu inside the lab namespace; returns its PID once daemonized."""
+def fingerprint(argv: list[str], seed: bytes) -> str:
+    """What a saved board state depends on: the exact machine and its seed (pure)."""
+    return hashlib.sha256("\0".join(argv).encode() + seed).hexdigest()
+
+
+def resumable(files: BoardFiles, print_: str) -> bool:
+    """A saved state exists in the board's disk and was taken of this very machine."""
+    if not files.disk.exists() or not files.snapshot_marker.exists():
+        return False
+    if files.snapshot_marker.read_text().strip() != print_:
+        return False
+    info = run(["qemu-img", "snapshot", "-l", "-U", files.disk], check=False).stdout.decode()
+    return SNAPSHOT in info.split()
+
+
+def start(board: BoardPlan, files: BoardFiles, kernel: Path, initrd: Path) -> bool:
+    """Start the board's qemu inside the lab namespace, resuming its saved state if it matches.
+
+    Returns True if it resumed (seconds) rather than booted (a minute of emulated systemd).
+    """
     files.pidfile.unlink(missing_ok=True)
-    files.console.unlink(missing_ok=True)
-    argv = [*network.qemu_prefix(), *qemu_argv(board, files, kernel, initrd)]
-    run(argv, hint=QEMU_HINT)
+    argv = qemu_argv(board, files, kernel, initrd)
+    print_ = fingerprint(argv, files.seed.read_bytes())
+    resume = resumable(files, print_)
+    files.snapshot_marker.unlink(missing_ok=True)  # a state is resumed at most once
+    if not resume:
+        files.console.unlink(missing_ok=True)
+    (files.dir / "fingerprint").write_text(print_ + "\n")
+    extra = ["-loadvm", SNAPSHOT] if resume else []
+    run([*network.qemu_prefix(), *argv, *extra, "-daemonize"], hint=QEMU_HINT)
     pid = supervise.read_pidfile(files.pidfile)
     if pid is None or not supervise.is_ours(pid, str(files.disk)):
         raise NetrootError(f"{board.name}: qemu daemonized but left no live pid")
-    return pid
+    return resume
 
 
 def running_pid(files: BoardFiles) -> int | None:
@@ -121,8 +135,28 @@ def running_pid(files: BoardFiles) -> int | None:
     return None
 
 
+def suspend(files: BoardFiles) -> bool:
+    """Save the running board's state into its own disk (HMP savevm), for a fast next start."""
+    if running_pid(files) is None or not files.monitor_socket.exists():
+        return False
+    try:
+        out = monitor.hmp(files.monitor_socket, ["stop", f"savevm {SNAPSHOT}"], timeout=180)
+    except (OSError, TimeoutError):
+        return False
+    if any("rror" in o for o in out):
+        return False
+    files.snapshot_marker.write_text((files.dir / "fingerprint").read_text())
+    return True
+
+
 def stop(files: BoardFiles) -> bool:
+    """Stop the board's qemu by PID (after asking it to quit if its monitor answers)."""
     pid = supervise.read_pidfile(files.pidfile)
-    stopped = pid is not None and supervise.stop(pid, str(files.disk))
+    if pid is None or not supervise.is_ours(pid, str(files.disk)):
+        files.pidfile.unlink(missing_ok=True)
+        return False
+    with contextlib.suppress(OSError, TimeoutError):
+        monitor.hmp(files.monitor_socket, ["quit"], timeout=10)
+    supervise.stop(pid, str(files.disk))
     files.pidfile.unlink(missing_ok=True)
-    return stopped
+    return True

@@ -10,8 +10,11 @@ from pathlib import Path
 from netroot.run import run
 
 
-def ssh_banner(address: str, timeout: float = 1.0) -> bool:
-    """True if something on address:22 speaks SSH (cheap; no login)."""
+def ssh_banner(address: str, timeout: float = 20.0) -> bool:
+    """True if something on address:22 speaks SSH (cheap; no login).
+
+    The timeout is generous: a busy emulated board takes seconds to fork sshd for a connection.
+    """
     try:
         with socket.create_connection((address, 22), timeout=timeout) as sock:
             sock.settimeout(timeout)

@@ -7,6 +7,7 @@ import hashlib
 import secrets
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -156,6 +157,13 @@ def _server_seed(plan: LabPlan, client_pub: str) -> bytes:
     )
 
 
+def _atomic_write(path: Path, text: str) -> None:
+    # Other processes (Ansible, tests) may be reading these while a second `up` runs.
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.rename(path)
+
+
 def _write_identity(plan: LabPlan) -> str:
     """The lab's client key, every host's key, known_hosts and the inventory."""
     client_pub = keys.ensure_key(plan.key, "netroot-lab")
@@ -169,10 +177,10 @@ def _write_identity(plan: LabPlan) -> str:
         files = BoardFiles(board.dir(plan.lab_dir))
         files.dir.mkdir(parents=True, exist_ok=True)
         host_keys[board.name] = (board.address, _host_key(files.host_key, board.name)[2])
-    plan.known_hosts.write_text(render.known_hosts(host_keys))
+    _atomic_write(plan.known_hosts, render.known_hosts(host_keys))
     inv = paths.lab_inventory()
     inv.parent.mkdir(parents=True, exist_ok=True)
-    inv.write_text(render.inventory_yaml(plan))
+    _atomic_write(inv, render.inventory_yaml(plan))
     return client_pub
 
 
@@ -187,9 +195,17 @@ def _existing_boards(lab_dir: Path) -> list[BoardPlan]:
 
 
 def up(
-    boards_wanted: int, report: Report, fresh: bool = False, export_root: Path | None = None
+    boards_wanted: int,
+    report: Report,
+    fresh: bool = False,
+    export_root: Path | None = None,
+    boot: bool = False,
 ) -> LabPlan:
-    """Bring the lab to `boards_wanted` boards, all SSH-ready; reuses whatever is already up."""
+    """Bring the lab to `boards_wanted` boards, all SSH-ready; reuses whatever is already up.
+
+    A board with a saved state (from `lab down`) taken of the same machine resumes from it
+    unless `boot`; `fresh` also gives every board a clean disk.
+    """
     check_environment()
     lab_dir = paths.lab_dir()
     with _locked(lab_dir):
@@ -206,6 +222,7 @@ def up(
             report(f"starting {SERVER_NAME} at {SERVER_ADDRESS}")
             server.start(plan, _server_seed(plan, client_pub))
         wanted = {b.name for b in plan.boards}
+        resumed: list[BoardPlan] = []
         for extra in _existing_boards(lab_dir):
             if extra.name not in wanted and boards.stop(BoardFiles(extra.dir(lab_dir))):
                 report(f"stopped {extra.name} (not in a lab of {boards_wanted})")
@@ -215,8 +232,13 @@ def up(
                 continue
             disk.overlay(base, files.disk, fresh)
             files.seed.write_bytes(_board_seed(board, files, client_pub))
-            boards.start(board, files, kern.image, initrd)
-            report(f"started {board.name} at {board.address}")
+            if boot:
+                files.snapshot_marker.unlink(missing_ok=True)
+            if boards.start(board, files, kern.image, initrd):
+                resumed.append(board)
+                report(f"resuming {board.name} at {board.address} from its saved state")
+            else:
+                report(f"booting {board.name} at {board.address}")
         hosts = {SERVER_NAME: SERVER_ADDRESS, **{b.name: b.address for b in plan.boards}}
         board_files = {b.name: BoardFiles(b.dir(lab_dir)) for b in plan.boards}
 
@@ -244,22 +266,13 @@ def up(
 
 
 def status() -> state.LabStatus:
-    """What is running now, from pidfiles and the container, with a cheap SSH banner probe."""
+    """What is running now, from pidfiles and the container, with an SSH banner probe each."""
     lab_dir = paths.lab_dir()
     saved = state.load(lab_dir / "state.json")
     planned = int(saved.get("boards") or 0)
-    hosts = []
+    found: list[tuple[str, str, str, int | None, float | None]] = []
     spid = server.running_pid()
-    hosts.append(
-        state.HostStatus(
-            SERVER_NAME,
-            "server",
-            SERVER_ADDRESS,
-            spid,
-            spid is not None,
-            spid is not None and ready.ssh_banner(SERVER_ADDRESS),
-        )
-    )
+    found.append((SERVER_NAME, "server", SERVER_ADDRESS, spid, None))
     seen = {b.name: b for b in _existing_boards(lab_dir)}
     for i in range(1, planned + 1):
         seen.setdefault(board_plan(i).name, board_plan(i))
@@ -268,20 +281,19 @@ def status() -> state.LabStatus:
         if pid is None and board.index > planned:
             continue
         rss = supervise.rss_kib(pid) if pid else None
-        hosts.append(
-            state.HostStatus(
-                board.name,
-                "board",
-                board.address,
-                pid,
-                pid is not None,
-                pid is not None and ready.ssh_banner(board.address),
-                round(rss / 1024, 1) if rss else None,
-            )
+        found.append(
+            (board.name, "board", board.address, pid, round(rss / 1024, 1) if rss else None)
         )
+    # Probe every host at once: a busy emulated board can take seconds to answer.
+    with ThreadPoolExecutor(max_workers=len(found)) as pool:
+        banners = list(pool.map(lambda f: f[3] is not None and ready.ssh_banner(f[2]), found))
+    hosts = tuple(
+        state.HostStatus(name, role, addr, pid, pid is not None, ok, rss)
+        for (name, role, addr, pid, rss), ok in zip(found, banners, strict=True)
+    )
     return state.LabStatus(
         network=network.netns_exists(NETNS),
-        hosts=tuple(hosts),
+        hosts=hosts,
         inventory=str(paths.lab_inventory()),
         boards_planned=planned,
     )
@@ -293,16 +305,43 @@ def healthy(lab_status: state.LabStatus) -> bool:
         return False
     lab_dir = paths.lab_dir()
     key, kh = lab_dir / "id_ed25519", lab_dir / "known_hosts"
-    return all(ready.ssh_ok(h.address, key, kh) for h in lab_status.hosts)
+    with ThreadPoolExecutor(max_workers=len(lab_status.hosts)) as pool:
+        return all(pool.map(lambda h: ready.ssh_ok(h.address, key, kh), lab_status.hosts))
 
 
-def down(report: Report) -> list[str]:
-    """Stop every board (by PID), remove the server container and the lab network."""
+# What a clean shutdown does before power-off: network filesystems go first (the server is
+# removed with the lab, so a saved state must not hold mounts of it).
+QUIESCE = (
+    "systemctl stop netroot-mount.service 2>/dev/null; "
+    "umount -a -l -t overlay,nfs,nfs4 2>/dev/null; sync; true"
+)
+
+
+def _save(board: BoardPlan, files: BoardFiles, lab_dir: Path) -> bool:
+    argv = ready.ssh_argv(board.address, lab_dir / "id_ed25519", lab_dir / "known_hosts", QUIESCE)
+    if run(argv, check=False, timeout=60).returncode != 0:
+        return False
+    return boards.suspend(files)
+
+
+def down(report: Report, save: bool = True) -> list[str]:
+    """Stop every board (by PID), remove the server container and the lab network.
+
+    With `save`, each board's state is first saved into its own disk (QEMU savevm), so the next
+    `lab up` resumes it in seconds instead of booting it under emulation.
+    """
     lab_dir = paths.lab_dir()
     stopped: list[str] = []
     with _locked(lab_dir):
         for board in _existing_boards(lab_dir):
-            if boards.stop(BoardFiles(board.dir(lab_dir))):
+            files = BoardFiles(board.dir(lab_dir))
+            if save and boards.running_pid(files) is not None:
+                t0 = time.monotonic()
+                if _save(board, files, lab_dir):
+                    report(f"saved {board.name}'s state ({time.monotonic() - t0:.1f} s)")
+            elif not save:
+                files.snapshot_marker.unlink(missing_ok=True)
+            if boards.stop(files):
                 stopped.append(board.name)
                 report(f"stopped {board.name}")
         if server.remove():

@@ -1,0 +1,89 @@
+"""The virtual lab, once per test session, shared by every e2e test.
+
+`lab` reuses a lab that is already up and healthy (every host logs in with the lab's key and
+a checked host key) and leaves it running; a lab it had to start from nothing it stops again.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from netroot import paths
+from netroot.inventory import load
+
+LAB_BOARDS = 3
+
+
+@dataclass(frozen=True)
+class LabHandle:
+    """What a test needs to reach the lab: inventory, keys, addresses, export root."""
+
+    inventory: Path
+    lab_dir: Path
+    export_root: Path
+    key: Path
+    known_hosts: Path
+    addresses: dict[str, str]  # host name -> address, server included
+    started_here: bool
+
+    @property
+    def boards(self) -> list[str]:
+        return sorted(n for n in self.addresses if n.startswith("pi-"))
+
+    def ssh(
+        self, host: str, command: str, check: bool = True, timeout: float = 600
+    ) -> subprocess.CompletedProcess[str]:
+        """Run `command` on a lab host over SSH (host key checked against the lab's)."""
+        from netroot.lab.ready import ssh_argv
+
+        argv = ssh_argv(self.addresses[host], self.key, self.known_hosts, command)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(
+                f"{host}: {command!r}: rc {proc.returncode}\n{proc.stdout[-2000:]}\n"
+                f"{proc.stderr[-2000:]}"
+            )
+        return proc
+
+
+def _report(msg: str) -> None:
+    print(f"[lab] {msg}", flush=True)
+
+
+@pytest.fixture(scope="session")
+def lab() -> Iterator[LabHandle]:
+    """The lab with (at least) 3 boards, SSH-ready."""
+    from netroot.errors import EnvironmentMissing
+    from netroot.lab import service
+
+    try:
+        service.check_environment()
+    except EnvironmentMissing as exc:
+        pytest.skip(f"virtual lab cannot run here: {exc.message} ({exc.hint})")
+    before = service.status()
+    boards_up = sum(1 for h in before.hosts if h.role == "board" and h.running and h.ssh)
+    reuse = boards_up >= LAB_BOARDS and service.healthy(before)
+    t0 = time.monotonic()
+    if not reuse:
+        service.up(max(LAB_BOARDS, before.boards_planned), _report)
+        _report(f"lab ready after {time.monotonic() - t0:.1f} s")
+    started_here = not before.anything_running
+    inv = load(paths.lab_inventory())
+    handle = LabHandle(
+        inventory=paths.lab_inventory(),
+        lab_dir=paths.lab_dir(),
+        export_root=Path(inv.server.export_root),
+        key=paths.lab_dir() / "id_ed25519",
+        known_hosts=paths.lab_dir() / "known_hosts",
+        addresses={name: h.ssh_host for name, h in inv.hosts.items()},
+        started_here=started_here,
+    )
+    yield handle
+    if started_here:
+        service.down(_report)

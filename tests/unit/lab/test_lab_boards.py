@@ -1,0 +1,46 @@
+"""Pure parts of the boards and the server container: qemu argv, saved-state fingerprint,
+HMP output cleaning, capability handling."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from netroot.lab import boards, monitor, server
+from netroot.lab.boards import BoardFiles
+from netroot.lab.plan import board_plan
+
+
+def _argv(index: int = 1) -> list[str]:
+    files = BoardFiles(Path(f"/lab/boards/pi-{index:02d}"))
+    return boards.qemu_argv(board_plan(index), files, Path("/k/vmlinuz"), Path("/k/initrd"))
+
+
+def test_qemu_argv_is_a_cortex_a53_virt_board_on_its_own_tap() -> None:
+    argv = _argv(2)
+    pairs = dict(zip(argv[1::2], argv[2::2], strict=False))
+    assert argv[0] == "qemu-system-aarch64"
+    assert pairs["-M"] == "virt" and pairs["-cpu"] == "cortex-a53"
+    assert "ifname=nrtap2" in " ".join(argv)
+    assert "mac=52:54:00:77:00:0c" in " ".join(argv)
+    assert "netroot.ip=10.77.0.12/24" in pairs["-append"]
+    assert "-daemonize" not in argv  # added at start, so the fingerprint ignores it
+    assert any("seed.tar,format=raw,readonly=on" in a for a in argv)
+
+
+def test_saved_state_fingerprint_changes_with_machine_or_seed() -> None:
+    a = boards.fingerprint(_argv(1), b"seed")
+    assert a == boards.fingerprint(_argv(1), b"seed")
+    assert a != boards.fingerprint(_argv(1), b"other seed")
+    assert a != boards.fingerprint(_argv(2), b"seed")
+
+
+def test_hmp_output_is_stripped_of_echo_escapes_and_prompt() -> None:
+    raw = "savevm netroot-lab\r\n\x1b[K\x1b[Derror: no space\r\n(qemu) "
+    assert monitor.clean(raw, "savevm netroot-lab") == "error: no space"
+    assert monitor.clean("stop\r\n(qemu) ", "stop") == ""
+
+
+def test_missing_caps_names_the_absent_bits() -> None:
+    assert server.missing_caps("000001ffffffffff") == []
+    assert server.missing_caps("000001fffeffffff") == ["SYS_RESOURCE"]
+    assert server.missing_caps("000001fffefffffe") == ["CHOWN", "SYS_RESOURCE"]
