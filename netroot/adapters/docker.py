@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import IO, Any
 
 from netroot.errors import EnvironmentMissing, NetrootError, UsageError
-from netroot.export.sources import SourceInfo
+from netroot.export import overlay
+from netroot.export.sources import SourceInfo, apply_stream
+from netroot.export.writer import Writer
 
 DAEMON_HINT = "start the Docker engine (`bash .ci/setup` starts dockerd) or set DOCKER_HOST"
 # create() needs a command even for images without one; it is never run.
@@ -57,11 +60,11 @@ def find_image(c: Any, ref: str) -> SourceInfo:
 
 
 class _ChunkReader(io.RawIOBase):
-    """A file object over the SDK's chunk generator (tarfile wants read())."""
+    """A file object over the SDK's chunk generator (the tar reader wants readinto())."""
 
     def __init__(self, chunks: Iterator[bytes]) -> None:
         self._chunks = chunks
-        self._buf = b""
+        self._buf = memoryview(b"")
 
     def readable(self) -> bool:
         return True
@@ -69,18 +72,18 @@ class _ChunkReader(io.RawIOBase):
     def readinto(self, b: Any) -> int:
         while not self._buf:
             try:
-                self._buf = next(self._chunks)
+                self._buf = memoryview(next(self._chunks))
             except StopIteration:
                 return 0
         n = min(len(b), len(self._buf))
         b[:n] = self._buf[:n]
-        self._buf = self._buf[n:]
+        self._buf = self._buf[n:]  # a view: no copy of the rest
         return n
 
 
 @contextmanager
-def export_stream(c: Any, image_id: str) -> Iterator[IO[bytes]]:
-    """The flattened filesystem of a container created (never started) from a local image."""
+def created(c: Any, image_id: str) -> Iterator[Any]:
+    """A container created (never started) from a local image, removed afterwards."""
     import docker
 
     try:
@@ -92,10 +95,60 @@ def export_stream(c: Any, image_id: str) -> Iterator[IO[bytes]]:
     except docker.errors.APIError as exc:
         raise NetrootError(f"docker create {image_id}: {exc.explanation or exc}") from None
     try:
-        raw = _ChunkReader(iter(container.export(chunk_size=None)))
-        yield io.BufferedReader(raw, buffer_size=1 << 20)
-    except docker.errors.APIError as exc:
-        raise NetrootError(f"docker export {image_id}: {exc.explanation or exc}") from None
+        yield container
     finally:
         with suppress(docker.errors.DockerException):
             container.remove(force=True)
+
+
+def export_stream(container: Any) -> IO[bytes]:
+    """The container's flattened filesystem as a tar stream (`docker export`)."""
+    import docker
+
+    try:
+        chunks = iter(container.export(chunk_size=None))
+    except docker.errors.APIError as exc:
+        raise NetrootError(f"docker export {container.id}: {exc.explanation or exc}") from None
+    return io.BufferedReader(_ChunkReader(chunks), buffer_size=1 << 20)
+
+
+def layer_dirs(container: Any, image_layers: int) -> list[str] | None:
+    """The container's overlay2 layer dirs, top first (init layer, then the image's), when
+    this process can read them; None otherwise (remote engine, other driver, not root)."""
+    driver = container.attrs.get("GraphDriver") or {}
+    data = driver.get("Data") or {}
+    if driver.get("Name") != "overlay2" or not data.get("LowerDir"):
+        return None
+    dirs = str(data["LowerDir"]).split(":")
+    upper = str(data.get("UpperDir", ""))
+    if len(dirs) != image_layers + 1 or not all(os.access(d, os.R_OK | os.X_OK) for d in dirs):
+        return None
+    if not os.path.isdir(upper) or os.listdir(upper):
+        return None  # never started, so its own layer must be empty
+    return dirs
+
+
+def apply_image(c: Any, info: SourceInfo, writer: Writer) -> None:
+    """Write a local image: from its layer dirs when a previous version shares layers with it,
+    else from `docker export`; either way label each file with the layer it comes from."""
+    with created(c, info.digest) as container:
+        dirs = layer_dirs(container, len(info.layers))
+        shares = writer.reuse is not None and writer.reuse.layers[:1] == info.layers[:1]
+        if dirs is not None and shares:
+            writer.via = "layer-dirs"
+            overlay.apply_merged(dirs, info.layers, writer)
+            return
+        writer.via = "docker-export"
+        with export_stream(container) as stream:
+            try:
+                apply_stream(stream, writer, info.ref)
+            except docker_errors() as exc:
+                raise NetrootError(f"docker export {info.ref}: {exc}") from None
+        if dirs is not None:
+            writer.origins.update(overlay.origins(dirs, len(info.layers)))
+
+
+def docker_errors() -> type[Exception]:
+    import docker
+
+    return docker.errors.DockerException  # type: ignore[no-any-return]

@@ -10,7 +10,7 @@ from typing import Any
 import typer
 
 from netroot.cli.context import AppContext, get
-from netroot.errors import Exit, NetrootError, UsageError
+from netroot.errors import Exit, NetrootError
 
 DEFAULT_ROOT = Path("/srv/netroot")
 ROOT_HELP = (
@@ -94,32 +94,13 @@ def export(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
     """Export an image's filesystem as a new verified version; switch `current` to it."""
-    from netroot.export import service, sources
-    from netroot.export.manifest import default_name
+    from netroot.export import service
+    from netroot.export.open import name_for, open_source
 
     app = get(ctx)
     export_root = _root(app, root)
-    path = Path(source)
-    if path.exists():
-        info = sources.inspect_archive(path)
-
-        def apply(writer: Any) -> None:
-            sources.apply_archive(info, writer)
-    else:
-        from netroot.adapters import docker
-
-        client = docker.client()
-        info = docker.find_image(client, source)
-
-        def apply(writer: Any) -> None:
-            with docker.export_stream(client, info.digest) as stream:
-                sources.apply_stream(stream, writer, source)
-
-    if name is None:
-        ref = info.repo_tags[0] if info.kind != "tar" and info.repo_tags else source
-        if ref.startswith("sha256:") or (info.kind == "image" and not info.repo_tags):
-            raise UsageError(f"{source}: no repository name to use", "pass --name NAME")
-        name = default_name(ref)
+    info, apply = open_source(source)
+    name = name or name_for(source, info)
     protected = _protected(app, name) if keep else set()
     with _progress(app, info.size) as progress:
         result = service.export(

@@ -61,7 +61,8 @@ def handle(writer: Writer, keep_host_keys: bool) -> list[dict[str, str]]:
                 "why": "docker leaves it empty",
             }
         )
-    keys = sorted(p for p in writer.expected if any(fnmatch.fnmatch(p, g) for g in HOST_KEY_GLOBS))
+    ssh = [p for p in writer.expected if p.startswith("etc/ssh/")]
+    keys = sorted(p for p in ssh if any(fnmatch.fnmatch(p, g) for g in HOST_KEY_GLOBS))
     for path in keys:
         if keep_host_keys:
             done.append({"path": "/" + path, "action": "kept", "why": "--keep-host-keys"})

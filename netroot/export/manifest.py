@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -133,18 +134,34 @@ class Manifest:
     reused_from: str = ""
     reused_files: int = 0
     format: int = FORMAT
+    layers: list[str] = field(default_factory=list)  # image layer diff ids, bottom first
+    origins: dict[str, int] = field(default_factory=dict)  # file -> index in layers
     entries: dict[str, Entry] = field(default_factory=dict)
 
+    def _shallow(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
     def to_json(self) -> str:
-        data = asdict(self)
-        data["entries"] = {p: e.to_json() for p, e in sorted(self.entries.items())}
-        return json.dumps(data, indent=1, sort_keys=True)
+        """Readable top-level fields; the big tables compact (the C encoder, no indent)."""
+        data = self._shallow()
+        entries = {p: e.to_json() for p, e in sorted(data.pop("entries").items())}
+        origins = data.pop("origins")
+        head = json.dumps(data, indent=1, sort_keys=True)
+        compact = {"separators": (",", ":"), "sort_keys": True}
+        return (
+            head[:-2]
+            + ',\n "origins": '
+            + json.dumps(origins, **compact)  # type: ignore[arg-type]
+            + ',\n "entries": '
+            + json.dumps(entries, **compact)  # type: ignore[arg-type]
+            + "\n}\n"
+        )
 
     def summary(self) -> dict[str, Any]:
         """The manifest without its per-path entries (for tables and --json)."""
-        data = asdict(self)
-        del data["entries"]
-        return data
+        data = self._shallow()
+        del data["entries"], data["origins"]
+        return copy.deepcopy(data)
 
     @classmethod
     def from_json(cls, text: str) -> Manifest:

@@ -171,6 +171,8 @@ class TreeGuard:
 
     def missing_parents(self, path: str) -> list[str]:
         """Ancestors of `path` not yet in the tree, outermost first (tar may omit them)."""
+        if path.rpartition("/")[0] in self.kinds:
+            return []  # the common case: the parent is there, so all ancestors are
         parts = path.split("/")
         prefixes = ("/".join(parts[:i]) for i in range(1, len(parts)))
         return [p for p in prefixes if p not in self.kinds]

@@ -28,8 +28,7 @@ def open_source(source: str) -> tuple[SourceInfo, Callable[[Any], None]]:
     image = docker.find_image(client, source)
 
     def apply_image(writer: Any) -> None:
-        with docker.export_stream(client, image.digest) as stream:
-            sources.apply_stream(stream, writer, source)
+        docker.apply_image(client, image, writer)
 
     return image, apply_image
 

@@ -191,7 +191,8 @@ def export(
         base = current_id(layout)
         reuse = None
         if base and layout.manifest_path(base).exists():
-            reuse = Reuse(layout.version_dir(base), read_manifest(layout, base).entries)
+            prev = read_manifest(layout, base)
+            reuse = Reuse(layout.version_dir(base), prev.entries, prev.origins, prev.layers)
         staging = layout.staging / vid
         staging.mkdir()
         try:
@@ -249,7 +250,7 @@ def _build(
     return Manifest(
         version=vid,
         name=layout.name,
-        source={"kind": info.kind, "ref": info.ref},
+        source={"kind": info.kind, "ref": info.ref, "via": writer.via or "archive"},
         image_id=info.digest,
         repo_tags=info.repo_tags,
         created=info.created,
@@ -261,6 +262,8 @@ def _build(
         exported_at=dt.datetime.now(dt.UTC).isoformat(timespec="microseconds"),
         leftovers=changes,
         reused_files=writer.reused,
+        layers=list(info.layers) if info.kind == "image" else [],
+        origins=dict(writer.origins) if info.kind == "image" else {},
         entries=actual,
     )
 

@@ -50,9 +50,23 @@ class MemberData:
         self.remaining -= n
         return data
 
+    def readinto(self, buf: memoryview) -> int:
+        """Fill `buf` (or what is left of the member) without allocating: returns the count."""
+        n = min(len(buf), self.remaining)
+        got = 0
+        while got < n:
+            k = self._f.readinto(buf[got:n])  # type: ignore[attr-defined]
+            if not k:
+                raise NotATar("archive truncated inside a member's data")
+            got += k
+        self.remaining -= n
+        return n
+
     def skip(self) -> None:
-        while self.remaining:
-            self.read(min(self.remaining, 1 << 20))
+        if self.remaining:
+            scratch = memoryview(bytearray(min(self.remaining, 1 << 20)))
+            while self.remaining:
+                self.readinto(scratch)
 
 
 def _read_exact(f: IO[bytes], n: int) -> bytes:

@@ -12,7 +12,7 @@ import hashlib
 import os
 import shutil
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,6 +28,8 @@ O_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 class Readable(Protocol):
     def read(self, n: int = -1, /) -> bytes: ...
 
+    def readinto(self, buf: memoryview, /) -> int | None: ...
+
 
 Progress = Callable[[int, int], None]  # (bytes so far, members so far)
 
@@ -38,6 +40,8 @@ class Reuse:
 
     root: Path
     entries: Mapping[str, Entry]
+    origins: Mapping[str, int] = field(default_factory=dict)  # file -> image layer index
+    layers: Sequence[str] = ()  # the previous image's layer diff ids, bottom first
 
     def candidate(self, path: str, want: Entry) -> Entry | None:
         prev = self.entries.get(path)
@@ -59,12 +63,15 @@ class Writer:
     guard: TreeGuard = field(default_factory=TreeGuard)
     expected: dict[str, Entry] = field(default_factory=dict)
     inode: dict[str, int] = field(default_factory=dict)  # hard-linked names -> inode group
+    origins: dict[str, int] = field(default_factory=dict)  # file -> image layer it came from
+    via: str = ""  # how the source was read (recorded in the manifest)
     dir_times: dict[str, int] = field(default_factory=dict)
     bytes_done: int = 0
     members_done: int = 0
     reused: int = 0
 
     def __post_init__(self) -> None:
+        self._view = memoryview(bytearray(CHUNK))
         # The root's metadata unless the archive has a root entry ("./").
         os.chown(self.root, 0, 0)
         os.chmod(self.root, 0o755)
@@ -91,7 +98,12 @@ class Writer:
         self._forget(path, was_dir)
 
     def _forget(self, path: str, was_dir: bool) -> None:
-        tables: tuple[dict[str, Any], ...] = (self.expected, self.inode, self.dir_times)
+        tables: tuple[dict[str, Any], ...] = (
+            self.expected,
+            self.inode,
+            self.dir_times,
+            self.origins,
+        )
         for table in tables:
             table.pop(path, None)
         if was_dir:
@@ -149,6 +161,27 @@ class Writer:
             self.expected[m.path] = entry
         if self.progress is not None and self.members_done % 256 == 0:
             self.progress(self.bytes_done, self.members_done)
+
+    def link_previous(self, m: Member, prev: Entry) -> None:
+        """Make `m` a hard link to the previous version's identical inode (caller checked)."""
+        assert self.reuse is not None and m.kind is Kind.FILE
+        parents = self.guard.missing_parents(m.path)
+        existed = m.path in self.guard.kinds
+        replaces_dir = self.guard.admit(m, layered=self.layered)
+        self._parents_from(parents)
+        if existed or replaces_dir:
+            self._clear(m.path, m.kind)
+        os.link(f"{self.reuse.root}/{m.path}", self._abs(m.path), follow_symlinks=False)
+        self.expected[m.path] = prev  # candidates are never in a hard-link group
+        self.reused += 1
+        self.members_done += 1
+        self.bytes_done += m.size
+        if self.progress is not None and self.members_done % 256 == 0:
+            self.progress(self.bytes_done, self.members_done)
+
+    def entry_for(self, m: Member) -> Entry:
+        """The entry `m` produces on disk (content digest not included)."""
+        return self._entry(m)
 
     def _parents_from(self, parents: list[str]) -> None:
         for parent in parents:
@@ -209,13 +242,15 @@ class Writer:
             for chunk in chunks:
                 _write_all(fd, chunk)
             if not chunks and data is not None:
+                # One reused buffer: a fresh 1 MiB bytes object per read costs page faults.
+                view = self._view
                 while True:
-                    chunk = data.read(CHUNK)
-                    if not chunk:
+                    n = data.readinto(view)
+                    if not n:
                         break
-                    h.update(chunk)
-                    _write_all(fd, chunk)
-                    self.bytes_done += len(chunk)
+                    h.update(view[:n])
+                    _write_all(fd, view[:n])
+                    self.bytes_done += n
             self._meta(full, m, fd)
         finally:
             os.close(fd)
@@ -251,7 +286,7 @@ class Writer:
         return self.expected
 
 
-def _write_all(fd: int, chunk: bytes) -> None:
+def _write_all(fd: int, chunk: bytes | memoryview) -> None:
     view = memoryview(chunk)
     while view:
         n = os.write(fd, view)

@@ -126,9 +126,15 @@ def test_docker_save_archive_with_whiteouts(
     assert dockerkit.differences(ours, ref, skip=skip) == []
 
 
-def test_reexport_reuses_unchanged_files(images: Path, tmp_path: Path) -> None:
+def test_reexport_reuses_unchanged_files(images: Path, docker_client: Any, tmp_path: Path) -> None:
     first = export_json(tmp_path, dockerkit.FIDELITY, "--name", "img")
     second = export_json(tmp_path, dockerkit.LAYERED, "--name", "img")
+    assert first["source"]["via"] == "docker-export"
+    assert second["source"]["via"] == "layer-dirs"
+    # The re-export read the layer dirs (shared lower layer): still exactly docker export.
+    dockerkit.reference_extract(docker_client, dockerkit.LAYERED, tmp_path / "ref")
+    ours, ref = dockerkit.walk(Path(second["path"])), dockerkit.walk(tmp_path / "ref")
+    assert dockerkit.differences(masked(ours), masked(ref), skip=leftover_paths(second)) == []
     assert second["reused_from"] == first["version"] and second["reused_files"] > 10
     v1, v2 = Path(first["path"]), Path(second["path"])
     assert os.lstat(v1 / "opt/random.bin").st_ino == os.lstat(v2 / "opt/random.bin").st_ino
