@@ -38,7 +38,7 @@ def ssh_argv(address: str, key: Path, known_hosts: Path, *command: str) -> list[
         "-o",
         "BatchMode=yes",
         "-o",
-        "ConnectTimeout=5",
+        "ConnectTimeout=30",
         "-o",
         "LogLevel=ERROR",
         f"root@{address}",
