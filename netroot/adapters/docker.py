@@ -128,13 +128,16 @@ def layer_dirs(container: Any, image_layers: int) -> list[str] | None:
     return dirs
 
 
-def apply_image(c: Any, info: SourceInfo, writer: Writer) -> None:
-    """Write a local image: from its layer dirs when a previous version shares layers with it,
-    else from `docker export`; either way label each file with the layer it comes from."""
+def apply_image(c: Any, info: SourceInfo, writer: Writer, via: str = "auto") -> None:
+    """Write a local image, labelling each file with the layer it comes from.
+
+    `auto` reads the engine's layer dirs when they are readable (no tar stream through the
+    daemon; files from layers shared with the previous version are hard-linked, not read),
+    else streams `docker export`; `docker-export` always streams.
+    """
     with created(c, info.digest) as container:
         dirs = layer_dirs(container, len(info.layers))
-        shares = writer.reuse is not None and writer.reuse.layers[:1] == info.layers[:1]
-        if dirs is not None and shares:
+        if dirs is not None and via == "auto":
             writer.via = "layer-dirs"
             overlay.apply_merged(dirs, info.layers, writer)
             return

@@ -91,6 +91,12 @@ def export(
     keep_host_keys: bool = typer.Option(
         False, "--keep-host-keys", help="Keep baked SSH host keys (shared by every board)."
     ),
+    stream: bool = typer.Option(
+        False,
+        "--stream",
+        help="Read the image through `docker export` even when its layer "
+        "dirs are readable (slower; same result).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
     """Export an image's filesystem as a new verified version; switch `current` to it."""
@@ -99,7 +105,7 @@ def export(
 
     app = get(ctx)
     export_root = _root(app, root)
-    info, apply = open_source(source)
+    info, apply = open_source(source, "docker-export" if stream else "auto")
     name = name or name_for(source, info)
     protected = _protected(app, name) if keep else set()
     with _progress(app, info.size) as progress:

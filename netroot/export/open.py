@@ -10,8 +10,11 @@ from netroot.errors import UsageError
 from netroot.export.sources import SourceInfo
 
 
-def open_source(source: str) -> tuple[SourceInfo, Callable[[Any], None]]:
-    """What the source is, and a function that writes its members into a Writer."""
+def open_source(source: str, via: str = "auto") -> tuple[SourceInfo, Callable[[Any], None]]:
+    """What the source is, and a function that writes its members into a Writer.
+
+    For an image, `via` is `auto` (the engine's layer dirs when readable, else `docker
+    export`) or `docker-export` (always the stream)."""
     from netroot.export import sources
 
     path = Path(source)
@@ -28,7 +31,7 @@ def open_source(source: str) -> tuple[SourceInfo, Callable[[Any], None]]:
     image = docker.find_image(client, source)
 
     def apply_image(writer: Any) -> None:
-        docker.apply_image(client, image, writer)
+        docker.apply_image(client, image, writer, via)
 
     return image, apply_image
 

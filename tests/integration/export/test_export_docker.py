@@ -63,10 +63,12 @@ def leftover_paths(out: dict[str, Any]) -> set[str]:
     return {c["path"].lstrip("/") for c in out["leftovers"] if c["action"] != kept}
 
 
+@pytest.mark.parametrize(("flags", "via"), [([], "layer-dirs"), (["--stream"], "docker-export")])
 def test_fidelity_against_docker_export_and_tar(
-    images: Path, docker_client: Any, tmp_path: Path
+    images: Path, docker_client: Any, tmp_path: Path, flags: list[str], via: str
 ) -> None:
-    out = export_json(tmp_path, dockerkit.FIDELITY, "--name", "fid")
+    out = export_json(tmp_path, dockerkit.FIDELITY, "--name", "fid", *flags)
+    assert out["source"]["via"] == via
     ours = dockerkit.walk(Path(out["path"]))
     dockerkit.reference_extract(docker_client, dockerkit.FIDELITY, tmp_path / "ref")
     ref = dockerkit.walk(tmp_path / "ref")
@@ -127,7 +129,8 @@ def test_docker_save_archive_with_whiteouts(
 
 
 def test_reexport_reuses_unchanged_files(images: Path, docker_client: Any, tmp_path: Path) -> None:
-    first = export_json(tmp_path, dockerkit.FIDELITY, "--name", "img")
+    # The first through the stream: its origins (from the layer dirs) must serve the second.
+    first = export_json(tmp_path, dockerkit.FIDELITY, "--name", "img", "--stream")
     second = export_json(tmp_path, dockerkit.LAYERED, "--name", "img")
     assert first["source"]["via"] == "docker-export"
     assert second["source"]["via"] == "layer-dirs"
