@@ -84,6 +84,15 @@ class Progress:
 
 def _message(res: Mapping[str, Any]) -> str:
     """The most useful line of a failed result: msg, else stderr, else the module's output."""
+    # raw/command failures say only "non-zero return code" in msg: their stderr says why.
+    generic = str(res.get("msg", "")).strip() in ("", "non-zero return code")
+    stderr = [
+        line
+        for line in str(res.get("stderr", "")).splitlines()
+        if line.strip() and not line.startswith("Shared connection to ")
+    ]
+    if generic and stderr:
+        return " ".join(" ".join(stderr[-3:]).split())
     for key in ("msg", "stderr", "module_stderr", "stdout", "module_stdout", "reason"):
         value = res.get(key)
         if isinstance(value, str) and value.strip():

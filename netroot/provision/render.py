@@ -8,6 +8,7 @@ variable is an error that names the template, its line and the inventory host (p
 
 from __future__ import annotations
 
+import base64
 import json
 import shlex
 import types
@@ -34,7 +35,13 @@ SERVER_TEMPLATES = {
     "kernel": ("exports.j2",),
     "ganesha": ("ganesha.conf.j2", "netroot-ganesha.j2"),
 }
-BOARD_TEMPLATES = ("netroot-mount.j2", "netroot-chroot.j2", "netroot-mount.service.j2")
+# The board role ships the first three inside the fourth (one raw script, one SSH round trip).
+BOARD_TEMPLATES = (
+    "netroot-mount.j2",
+    "netroot-chroot.j2",
+    "netroot-mount.service.j2",
+    "_board_apply.sh.j2",
+)
 NETBOOT_TEMPLATE = "cmdline.txt.j2"
 
 
@@ -59,6 +66,13 @@ def to_uuid(value: str, namespace: str | uuid.UUID = ANSIBLE_UUID_NAMESPACE) -> 
     return str(uuid.uuid5(ns, str(value)))
 
 
+def _to_bool(value: Any) -> bool:
+    """ansible.builtin.bool: yes/no/true/false/1/0 strings as booleans."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("yes", "on", "1", "true", "y")
+    return bool(value)
+
+
 def environment(templates_dir: Path | None = None) -> jinja2.Environment:
     """A Jinja environment with Ansible's template settings and the filters the templates use."""
     env = jinja2.Environment(
@@ -71,6 +85,8 @@ def environment(templates_dir: Path | None = None) -> jinja2.Environment:
     env.filters["to_uuid"] = to_uuid
     env.filters["quote"] = lambda s: shlex.quote(str(s))
     env.filters["basename"] = lambda s: Path(str(s)).name
+    env.filters["b64encode"] = lambda s: base64.b64encode(str(s).encode()).decode()
+    env.filters["bool"] = _to_bool
     return env
 
 

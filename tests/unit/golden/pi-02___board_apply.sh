@@ -1,0 +1,106 @@
+set -u
+CHECK=0
+DIFF=0
+VERSION=fedcba9876543210
+NAME=pi-02
+INSTALL=1
+SET_HOSTNAME=1
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export SYSTEMD_COLORS=0 SYSTEMD_PAGER=
+
+changed() { echo "changed: $*"; }
+fail() { echo "netroot: $*" >&2; exit 1; }
+
+# put PATH MODE BASE64: write the file when content or mode differ (atomically: same-dir rename)
+put() {
+    local path=$1 mode=$2 new dir
+    dir=$(dirname "$path")
+    if [ "$CHECK" = 1 ] || [ ! -d "$dir" ]; then new=$(mktemp); else new=$(mktemp "$path.XXXXXX"); fi
+    printf '%s' "$3" | base64 -d >"$new" || fail "cannot decode $path"
+    if [ -f "$path" ] && cmp -s "$new" "$path" && [ "$(stat -c %a "$path")" = "$mode" ]; then
+        rm -f "$new"
+        return 1
+    fi
+    if [ "$DIFF" = 1 ]; then
+        diff -u --label "$path (before)" --label "$path (after)" \
+            "$([ -f "$path" ] && echo "$path" || echo /dev/null)" "$new"
+    fi
+    if [ "$CHECK" = 1 ]; then
+        rm -f "$new"
+        changed "$path (check mode: not written)"
+        return 0
+    fi
+    if [ ! -d "$dir" ]; then
+        mkdir -p "$dir"
+        mv -f "$new" "$dir/.netroot.tmp.$$" && new="$dir/.netroot.tmp.$$"
+    fi
+    chmod "$mode" "$new" && mv -f "$new" "$path" || fail "cannot write $path"
+    changed "$path"
+}
+
+mounted_before=""
+if mountpoint -q /run/netroot/root && [ -s /run/netroot/mounted ]; then
+    mounted_before=$(cat /run/netroot/mounted)
+fi
+
+# NFS client tools: preinstalled on the lab boards (no network); apt-get where there is one.
+if [ ! -x /sbin/mount.nfs ] && [ ! -x /usr/sbin/mount.nfs ]; then
+    if [ "$INSTALL" = 1 ] && [ -x /usr/bin/apt-get ]; then
+        if [ "$CHECK" = 0 ]; then
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q nfs-common >&2 \
+                || fail "apt-get install nfs-common failed"
+        fi
+        changed "installed nfs-common"
+    else
+        fail "$NAME: mount.nfs is missing and cannot be installed here (no apt-get, or netroot_board_install_packages is false): install nfs-common"
+    fi
+fi
+for tool in mountpoint timeout chroot systemctl base64 cmp; do
+    command -v "$tool" >/dev/null || fail "$NAME: $tool is missing on the board"
+done
+
+scripts=0
+put /usr/local/sbin/netroot-mount 755 IyEvYmluL2Jhc2gKIyBuZXRyb290LW1vdW50OiBtb3VudCB0aGlzIGJvYXJkJ3MgYXNzaWduZWQgbmV0cm9vdCB2ZXJzaW9uIGFuZCBwcmVwYXJlIGl0cyBjaHJvb3QuCiMgTWFuYWdlZCBieSBuZXRyb290IChyb2xlIG5ldHJvb3RfYm9hcmQpIGZvciBwaS0wMjsgbG9jYWwgZWRpdHMgYXJlIHJlcGxhY2VkLgojCiMgICBuZXRyb290LW1vdW50IFtWRVJTSU9OX0lEXSAgIG1vdW50IFZFUlNJT05fSUQgKGRlZmF1bHQ6IC9ldGMvbmV0cm9vdC9hc3NpZ25lZCk7IGlmIGFub3RoZXIKIyAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgdmVyc2lvbiBpcyBtb3VudGVkLCBzdG9wIHdoYXQgcnVucyBpbiB0aGUgY2hyb290LCB1bm1vdW50IGl0IGFuZAojICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICBtb3VudCB0aGUgbmV3IG9uZSAodGhlIHNhZmUgc3dpdGNoKS4gUHJpbnRzICJjaGFuZ2VkIiBvcgojICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAidW5jaGFuZ2VkIiBvbiBzdGRvdXQuCiMgICBuZXRyb290LW1vdW50IC0tdW1vdW50ICAgICAgIHN0b3Agd2hhdCBydW5zIGluIHRoZSBjaHJvb3QgYW5kIHVubW91bnQgZXZlcnl0aGluZy4KIyAgIG5ldHJvb3QtbW91bnQgLS1zdGF0dXMgICAgICAgSlNPTjogYXNzaWduZWQsIG1vdW50ZWQsIHJvb3QsIHNoYXJlZCwgaW1hZ2UsIHNlcnZlci4KIwojIExheW91dDogdGhlIGltYWdlJ3MgZXhwb3J0IGlzIG1vdW50ZWQgUkVBRC1PTkxZIGF0ICRTSEFSRUQ7IHRoZSBjaHJvb3Qgcm9vdCAkUk9PVCBpcyBhbgojIG92ZXJsYXlmcyB3aG9zZSBsb3dlciBsYXllciBpcyAkU0hBUkVEL3ZlcnNpb25zLzxpZD4gYW5kIHdob3NlIHdyaXRhYmxlIGxheWVyIGlzIHRoaXMgYm9hcmQncwojIG93biAoJExBWUVSX0RJUi88aWQ+IG9uIHRoZSBib2FyZCdzIGRpc2ssIG9yIHRtcGZzKSwgc28gYm9hcmRzIG5ldmVyIHNlZSBlYWNoIG90aGVyJ3Mgd3JpdGVzCiMgYW5kIG5vdGhpbmcgYSBib2FyZCB3cml0ZXMgcmVhY2hlcyB0aGUgc2VydmVyLgpzZXQgLWV1byBwaXBlZmFpbAoKU0VSVkVSPTEwLjc3LjAuMgpFWFBPUlQ9L3Nydi9uZXRyb290L3Jhc3BiaWFuCklNQUdFPXJhc3BiaWFuCk9QVElPTlM9dmVycz0zLHByb3RvPXRjcCxtb3VudHByb3RvPXRjcCxub2xvY2ssaGFyZCx0aW1lbz02MDAscmV0cmFucz0yLHJzaXplPTEwNDg1NzYsd3NpemU9MTA0ODU3NixybwpMQVlFUj10bXBmcwpMQVlFUl9ESVI9L3Zhci9saWIvbmV0cm9vdC9sYXllcnMKUkVUUklFUz0xMApSRVRSWV9ERUxBWT0zCkFUVEVNUFRfVElNRU9VVD0yMApTVE9QX1RJTUVPVVQ9MTAKClJVTj0vcnVuL25ldHJvb3QKU0hBUkVEPSRSVU4vc2hhcmVkClJPT1Q9JFJVTi9yb290Ck1PVU5URUQ9JFJVTi9tb3VudGVkCkFTU0lHTkVEPS9ldGMvbmV0cm9vdC9hc3NpZ25lZAoKbG9nKCkgeyBlY2hvICJuZXRyb290LW1vdW50OiAkKiIgPiYyOyB9CmRpZSgpIHsgbG9nICJGQUlMRUQ6ICQqIjsgZXhpdCAxOyB9Cgptb3VudGVkX3ZlcnNpb24oKSB7CiAgICBpZiBtb3VudHBvaW50IC1xICIkUk9PVCIgJiYgWyAtcyAiJE1PVU5URUQiIF07IHRoZW4gY2F0ICIkTU9VTlRFRCI7IGZpCn0KCiMgRXZlcnkgcHJvY2VzcyB3aG9zZSByb290IGRpcmVjdG9yeSBpcyBpbnNpZGUgdGhlIGNocm9vdCAoc3RhcnRlZCBieSBuZXRyb290LWNocm9vdCwgYnkgU1NICiMgc2Vzc2lvbnMsIGJ5IGFueXRoaW5nKTogVEVSTSwgd2FpdCwgdGhlbiBLSUxMLCBzbyB0aGUgdW5tb3VudCBjYW5ub3QgZmFpbCB3aXRoIEVCVVNZLgpjaHJvb3RfcGlkcygpIHsKICAgIGxvY2FsIHAgcgogICAgZm9yIHAgaW4gL3Byb2MvWzAtOV0qOyBkbwogICAgICAgIHI9JChyZWFkbGluayAiJHAvcm9vdCIgMj4vZGV2L251bGwpIHx8IGNvbnRpbnVlCiAgICAgICAgY2FzZSAiJHIiIGluICIkUk9PVCIgfCAiJFJPT1QiLyopIGVjaG8gIiR7cCMvcHJvYy99IiA7OyBlc2FjCiAgICBkb25lCn0KCnN0b3BfY2hyb290KCkgewogICAgbG9jYWwgcGlkcyB3YWl0ZWQ9MAogICAgcGlkcz0kKGNocm9vdF9waWRzKQogICAgWyAteiAiJHBpZHMiIF0gJiYgcmV0dXJuIDAKICAgIGxvZyAic3RvcHBpbmcgcHJvY2Vzc2VzIGluIHRoZSBjaHJvb3Q6ICQoZWNobyAkcGlkcykiCiAgICBraWxsIC1URVJNICRwaWRzIDI+L2Rldi9udWxsIHx8IHRydWUKICAgIHdoaWxlIFsgLW4gIiQoY2hyb290X3BpZHMpIiBdICYmIFsgIiR3YWl0ZWQiIC1sdCAiJFNUT1BfVElNRU9VVCIgXTsgZG8KICAgICAgICBzbGVlcCAxCiAgICAgICAgd2FpdGVkPSQoKHdhaXRlZCArIDEpKQogICAgZG9uZQogICAgcGlkcz0kKGNocm9vdF9waWRzKQogICAgaWYgWyAtbiAiJHBpZHMiIF07IHRoZW4KICAgICAgICBsb2cgImtpbGxpbmcgcHJvY2Vzc2VzIHRoYXQgaWdub3JlZCBTSUdURVJNOiAkKGVjaG8gJHBpZHMpIgogICAgICAgIGtpbGwgLUtJTEwgJHBpZHMgMj4vZGV2L251bGwgfHwgdHJ1ZQogICAgICAgIHNsZWVwIDEKICAgIGZpCn0KCnVtb3VudF9hbGwoKSB7CiAgICBzdG9wX2Nocm9vdAogICAgcm0gLWYgIiRNT1VOVEVEIgogICAgaWYgbW91bnRwb2ludCAtcSAiJFJPT1QiOyB0aGVuIHVtb3VudCAtUiAiJFJPT1QiIHx8IGRpZSAiY2Fubm90IHVubW91bnQgJFJPT1QiOyBmaQogICAgaWYgbW91bnRwb2ludCAtcSAiJFJVTi9sYXllciI7IHRoZW4gdW1vdW50ICIkUlVOL2xheWVyIjsgZmkKICAgIGlmIG1vdW50cG9pbnQgLXEgIiRTSEFSRUQiOyB0aGVuIHVtb3VudCAiJFNIQVJFRCIgfHwgdW1vdW50IC1sICIkU0hBUkVEIjsgZmkKfQoKbW91bnRfc2hhcmVkKCkgewogICAgbG9jYWwgdHJ5PTEgZXJyCiAgICBta2RpciAtcCAiJFNIQVJFRCIKICAgIG1vdW50cG9pbnQgLXEgIiRTSEFSRUQiICYmIHJldHVybiAwCiAgICBtb2Rwcm9iZSAtcSBuZnMgMj4vZGV2L251bGwgfHwgdHJ1ZQogICAgd2hpbGUgOjsgZG8KICAgICAgICBpZiBlcnI9JCh0aW1lb3V0ICIkQVRURU1QVF9USU1FT1VUIiBtb3VudCAtdCBuZnMgLW8gIiRPUFRJT05TIiAiJFNFUlZFUjokRVhQT1JUIiAiJFNIQVJFRCIgMj4mMSk7IHRoZW4KICAgICAgICAgICAgbG9nICJtb3VudGVkICRTRVJWRVI6JEVYUE9SVCAodHJ5ICR0cnksICRPUFRJT05TKSIKICAgICAgICAgICAgcmV0dXJuIDAKICAgICAgICBmaQogICAgICAgIGxvZyAidHJ5ICR0cnkvJFJFVFJJRVM6IG1vdW50ICRTRVJWRVI6JEVYUE9SVCBmYWlsZWQ6ICR7ZXJyOi10aW1lZCBvdXQgYWZ0ZXIgJHtBVFRFTVBUX1RJTUVPVVR9c30iCiAgICAgICAgWyAiJHRyeSIgLWdlICIkUkVUUklFUyIgXSAmJiBkaWUgImNhbm5vdCBtb3VudCAkU0VSVkVSOiRFWFBPUlQgYWZ0ZXIgJFJFVFJJRVMgdHJpZXM7IGlzIHRoZSBORlMgc2VydmVyIHVwIGFuZCBkb2VzIGl0IGV4cG9ydCB0byB0aGlzIGJvYXJkPyAobmV0cm9vdCBwcm92aXNpb24pIgogICAgICAgIHRyeT0kKCh0cnkgKyAxKSkKICAgICAgICBzbGVlcCAiJFJFVFJZX0RFTEFZIgogICAgZG9uZQp9CgojIEJpbmQgdGhlIGJvYXJkJ3Mgb3duIGZpbGUgb3ZlciB0aGUgaW1hZ2UncywgcmVhZC1vbmx5LCBzbyB0aGUgY2hyb290IHNlZXMgdGhpcyBib2FyZCdzCiMgaWRlbnRpdHkgYW5kIGNhbm5vdCBjaGFuZ2UgaXQ7IHRoZSBmaWxlIGlzIGNyZWF0ZWQgaW4gdGhlIHdyaXRhYmxlIGxheWVyIHdoZW4gdGhlIGltYWdlIGhhcwojIG5vbmUgKG9yIGEgZGFuZ2xpbmcgc3ltbGluaywgYXMgY29udGFpbmVyIGltYWdlcyBvZnRlbiBoYXZlIGZvciByZXNvbHYuY29uZikuCmJpbmRfZmlsZSgpIHsKICAgIGxvY2FsIHNyYz0kMSBkc3Q9JFJPT1QkMgogICAgWyAtZSAiJHNyYyIgXSB8fCByZXR1cm4gMAogICAgaWYgWyAtTCAiJGRzdCIgXSB8fCBbICEgLWYgIiRkc3QiIF07IHRoZW4KICAgICAgICBybSAtZiAiJGRzdCIKICAgICAgICA6ID4iJGRzdCIKICAgIGZpCiAgICBtb3VudCAtLWJpbmQgIiRzcmMiICIkZHN0IgogICAgbW91bnQgLW8gcmVtb3VudCxiaW5kLHJvICIkZHN0Igp9Cgptb3VudF92ZXJzaW9uKCkgewogICAgbG9jYWwgdmVyc2lvbj0kMSBsb3dlciB1cHBlciB3b3JrCiAgICBtb3VudF9zaGFyZWQKICAgIGxvd2VyPSRTSEFSRUQvdmVyc2lvbnMvJHZlcnNpb24KICAgIFsgLWQgIiRsb3dlciIgXSB8fCBkaWUgInZlcnNpb24gJHZlcnNpb24gaXMgbm90IGV4cG9ydGVkIGluICRTRVJWRVI6JEVYUE9SVCAoc2VlIG5ldHJvb3QgdmVyc2lvbnMpIgogICAgaWYgWyAiJExBWUVSIiA9IHRtcGZzIF07IHRoZW4KICAgICAgICBta2RpciAtcCAiJFJVTi9sYXllciIKICAgICAgICBtb3VudHBvaW50IC1xICIkUlVOL2xheWVyIiB8fCBtb3VudCAtdCB0bXBmcyAtbyBtb2RlPTA3NTUgbmV0cm9vdC1sYXllciAiJFJVTi9sYXllciIKICAgICAgICB1cHBlcj0kUlVOL2xheWVyL3VwcGVyCiAgICAgICAgd29yaz0kUlVOL2xheWVyL3dvcmsKICAgIGVsc2UKICAgICAgICB1cHBlcj0kTEFZRVJfRElSLyR2ZXJzaW9uL3VwcGVyCiAgICAgICAgd29yaz0kTEFZRVJfRElSLyR2ZXJzaW9uL3dvcmsKICAgIGZpCiAgICBta2RpciAtcCAiJHVwcGVyIiAiJHdvcmsiICIkUk9PVCIKICAgIG1vZHByb2JlIC1xIG92ZXJsYXkgMj4vZGV2L251bGwgfHwgdHJ1ZQogICAgbW91bnQgLXQgb3ZlcmxheSBuZXRyb290IC1vICJsb3dlcmRpcj0kbG93ZXIsdXBwZXJkaXI9JHVwcGVyLHdvcmtkaXI9JHdvcmsiICIkUk9PVCIgXAogICAgICAgIHx8IGRpZSAiY2Fubm90IG1vdW50IHRoZSBvdmVybGF5IG9mICR2ZXJzaW9uIG9uICRST09UIgogICAgbG9jYWwgZAogICAgZm9yIGQgaW4gZGV2IHByb2Mgc3lzOyBkbwogICAgICAgIG1rZGlyIC1wICIkUk9PVC8kZCIKICAgICAgICBtb3VudCAtLXJiaW5kICIvJGQiICIkUk9PVC8kZCIKICAgICAgICAjIHJzbGF2ZTogdW5tb3VudGluZyB0aGUgY2hyb290IG11c3QgbmV2ZXIgcHJvcGFnYXRlIGJhY2sgdG8gdGhlIGJvYXJkJ3Mgb3duIG1vdW50cwogICAgICAgIG1vdW50IC0tbWFrZS1yc2xhdmUgIiRST09ULyRkIgogICAgZG9uZQogICAgbWtkaXIgLXAgIiRST09UL3J1biIgIiRST09UL2V0YyIKICAgIG1vdW50IC10IHRtcGZzIC1vIG1vZGU9MDc1NSxub3N1aWQsbm9kZXYgbmV0cm9vdC1ydW4gIiRST09UL3J1biIKICAgIG1rZGlyIC1wICIkUk9PVC9ydW4vbmV0cm9vdCIKICAgIGVjaG8gIiR2ZXJzaW9uIiA+IiRST09UL3J1bi9uZXRyb290L3ZlcnNpb24iCiAgICAjIFRoZSBtYW5pZmVzdCBzdGF5cyBvbiB0aGUgc2VydmVyIChyZWFkLW9ubHkgYmluZCwgbm8gY29weSBvZiBhIG11bHRpLU1CIGZpbGUpLgogICAgaWYgWyAtZiAiJFNIQVJFRC92ZXJzaW9ucy8kdmVyc2lvbi5qc29uIiBdOyB0aGVuCiAgICAgICAgOiA+IiRST09UL3J1bi9uZXRyb290L21hbmlmZXN0Lmpzb24iCiAgICAgICAgbW91bnQgLS1iaW5kICIkU0hBUkVEL3ZlcnNpb25zLyR2ZXJzaW9uLmpzb24iICIkUk9PVC9ydW4vbmV0cm9vdC9tYW5pZmVzdC5qc29uIgogICAgZmkKICAgIGJpbmRfZmlsZSAvZXRjL2hvc3RuYW1lIC9ldGMvaG9zdG5hbWUKICAgIGJpbmRfZmlsZSAvZXRjL21hY2hpbmUtaWQgL2V0Yy9tYWNoaW5lLWlkCiAgICBiaW5kX2ZpbGUgIiQocmVhZGxpbmsgLWYgL2V0Yy9yZXNvbHYuY29uZikiIC9ldGMvcmVzb2x2LmNvbmYKICAgIGVjaG8gIiR2ZXJzaW9uIiA+IiRNT1VOVEVEIgp9CgpzdGF0dXMoKSB7CiAgICBsb2NhbCBhc3NpZ25lZD0iIiBtb3VudGVkCiAgICBbIC1zICIkQVNTSUdORUQiIF0gJiYgYXNzaWduZWQ9JChjYXQgIiRBU1NJR05FRCIpCiAgICBtb3VudGVkPSQobW91bnRlZF92ZXJzaW9uKQogICAgcHJpbnRmICd7ImFzc2lnbmVkIjogIiVzIiwgIm1vdW50ZWQiOiAiJXMiLCAicm9vdCI6ICIlcyIsICJzaGFyZWQiOiAiJXMiLCAiaW1hZ2UiOiAiJXMiLCAic2VydmVyIjogIiVzIn1cbicgXAogICAgICAgICIkYXNzaWduZWQiICIkbW91bnRlZCIgIiRST09UIiAiJFNIQVJFRCIgIiRJTUFHRSIgIiRTRVJWRVI6JEVYUE9SVCIKfQoKY2FzZSAiJHsxOi19IiBpbgotLXN0YXR1cykgc3RhdHVzOyBleGl0IDAgOzsKLS11bW91bnQpIHVtb3VudF9hbGw7IGV4aXQgMCA7OwotaCB8IC0taGVscCkgc2VkIC1uICcyLDExcCcgIiQwIjsgZXhpdCAwIDs7Ci0qKSBkaWUgInVua25vd24gb3B0aW9uICQxIChzZWUgLS1oZWxwKSIgOzsKZXNhYwoKdmVyc2lvbj0kezE6LX0KaWYgWyAteiAiJHZlcnNpb24iIF07IHRoZW4KICAgIFsgLXMgIiRBU1NJR05FRCIgXSB8fCBkaWUgIm5vIHZlcnNpb24gYXNzaWduZWQgaW4gJEFTU0lHTkVEIChydW4gbmV0cm9vdCBwcm92aXNpb24pIgogICAgdmVyc2lvbj0kKGNhdCAiJEFTU0lHTkVEIikKZmkKY2FzZSAiJHZlcnNpb24iIGluICpbITAtOWEtZl0qIHwgIiIpIGRpZSAiYmFkIHZlcnNpb24gaWQgJyR2ZXJzaW9uJyIgOzsgZXNhYwoKY3VycmVudD0kKG1vdW50ZWRfdmVyc2lvbikKaWYgWyAiJGN1cnJlbnQiID0gIiR2ZXJzaW9uIiBdOyB0aGVuCiAgICBlY2hvIHVuY2hhbmdlZAogICAgZXhpdCAwCmZpCmlmIFsgLW4gIiRjdXJyZW50IiBdIHx8IG1vdW50cG9pbnQgLXEgIiRST09UIiB8fCBtb3VudHBvaW50IC1xICIkU0hBUkVEIjsgdGhlbgogICAgbG9nICJzd2l0Y2hpbmcgZnJvbSAke2N1cnJlbnQ6LWEgcGFydGlhbCBtb3VudH0gdG8gJHZlcnNpb24iCiAgICB1bW91bnRfYWxsCmZpCm1vdW50X3ZlcnNpb24gIiR2ZXJzaW9uIgpsb2cgInZlcnNpb24gJHZlcnNpb24gbW91bnRlZCBvbiAkUk9PVCIKZWNobyBjaGFuZ2VkCg== && scripts=1
+put /usr/local/sbin/netroot-chroot 755 IyEvYmluL2Jhc2gKIyBuZXRyb290LWNocm9vdCBDTUQuLi46IHJ1biBDTUQgKGFuIGFic29sdXRlIHBhdGggaW5zaWRlIHRoZSBpbWFnZSkgaW4gdGhpcyBib2FyZCdzIG5ldHJvb3QKIyBjaHJvb3QsIHdpdGggYSBjbGVhbiBlbnZpcm9ubWVudC4gV2l0aG91dCBDTUQ6IGEgbG9naW4gc2hlbGwuIE1hbmFnZWQgYnkgbmV0cm9vdCBmb3IKIyBwaS0wMi4Kc2V0IC1ldW8gcGlwZWZhaWwKUk9PVD0vcnVuL25ldHJvb3Qvcm9vdAppZiAhIG1vdW50cG9pbnQgLXEgIiRST09UIiB8fCBbICEgLXMgL3J1bi9uZXRyb290L21vdW50ZWQgXTsgdGhlbgogICAgZWNobyAibmV0cm9vdC1jaHJvb3Q6IG5vIHZlcnNpb24gbW91bnRlZCBvbiAkUk9PVCAoc3lzdGVtY3RsIHN0YXR1cyBuZXRyb290LW1vdW50KSIgPiYyCiAgICBleGl0IDEKZmkKWyAiJCMiIC1ndCAwIF0gfHwgc2V0IC0tIC9iaW4vc2ggLWwKZXhlYyAvdXNyL3NiaW4vY2hyb290ICIkUk9PVCIgL3Vzci9iaW4vZW52IC1pIFwKICAgIEhPTUU9L3Jvb3QgXAogICAgUEFUSD0vdXNyL2xvY2FsL3NiaW46L3Vzci9sb2NhbC9iaW46L3Vzci9zYmluOi91c3IvYmluOi9zYmluOi9iaW4gXAogICAgTEFORz1DLlVURi04IFwKICAgIFRFUk09IiR7VEVSTTotZHVtYn0iIFwKICAgIE5FVFJPT1RfVkVSU0lPTj0iJChjYXQgL3J1bi9uZXRyb290L21vdW50ZWQpIiBcCiAgICAiJEAiCg== && scripts=1
+unit=0
+put /etc/systemd/system/netroot-mount.service 644 IyBNYW5hZ2VkIGJ5IG5ldHJvb3QgKHJvbGUgbmV0cm9vdF9ib2FyZCkgZm9yIHBpLTAyLgpbVW5pdF0KRGVzY3JpcHRpb249bmV0cm9vdDogbW91bnQgdGhlIGFzc2lnbmVkIHZlcnNpb24gYW5kIHByZXBhcmUgaXRzIGNocm9vdApEb2N1bWVudGF0aW9uPW1hbjpuZnMoNSkgZmlsZTovLy91c3IvbG9jYWwvc2Jpbi9uZXRyb290LW1vdW50CldhbnRzPW5ldHdvcmstb25saW5lLnRhcmdldApBZnRlcj1uZXR3b3JrLW9ubGluZS50YXJnZXQKQmVmb3JlPW11bHRpLXVzZXIudGFyZ2V0CgpbU2VydmljZV0KVHlwZT1vbmVzaG90ClJlbWFpbkFmdGVyRXhpdD15ZXMKIyBuZXRyb290LW1vdW50IHJldHJpZXMgMTAgdGltZXMgaXRzZWxmIGFuZCBsb2dzIGVhY2ggZmFpbHVyZTsKIyB0aGUgc3RhcnQgdGltZW91dCBib3VuZHMgdGhlIHdob2xlIGF0dGVtcHQgc28gYSBtaXNzaW5nIHNlcnZlciBjYW5ub3QgaGFuZyB0aGUgYm9vdC4KRXhlY1N0YXJ0PS91c3IvbG9jYWwvc2Jpbi9uZXRyb290LW1vdW50CkV4ZWNTdG9wPS91c3IvbG9jYWwvc2Jpbi9uZXRyb290LW1vdW50IC0tdW1vdW50ClRpbWVvdXRTdGFydFNlYz0zMDAKVGltZW91dFN0b3BTZWM9NDAKU3lzbG9nSWRlbnRpZmllcj1uZXRyb290LW1vdW50CgpbSW5zdGFsbF0KV2FudGVkQnk9bXVsdGktdXNlci50YXJnZXQK && unit=1
+put /etc/netroot/assigned 644 ZmVkY2JhOTg3NjU0MzIxMAo=
+if [ "$SET_HOSTNAME" = 1 ]; then
+    put /etc/hostname 644 cGktMDIK
+    if [ "$(hostname)" != "$NAME" ]; then
+        [ "$CHECK" = 1 ] || hostname "$NAME"
+        changed "hostname $NAME"
+    fi
+fi
+# Identity: the board's own machine-id, bound into the chroot by netroot-mount.
+if [ ! -s /etc/machine-id ]; then
+    [ "$CHECK" = 1 ] || systemd-machine-id-setup >&2
+    changed "machine-id"
+fi
+
+if [ "$CHECK" = 1 ]; then
+    if [ "$mounted_before" != "$VERSION" ] || [ "$scripts" = 1 ]; then
+        changed "would mount $VERSION (mounted: ${mounted_before:-nothing})"
+    fi
+    echo "mounted: $mounted_before"
+    exit 0
+fi
+[ "$unit" = 1 ] && systemctl daemon-reload
+if ! systemctl is-enabled -q netroot-mount.service; then
+    systemctl enable -q netroot-mount.service 2>&1 || fail "cannot enable netroot-mount.service"
+    changed "enabled netroot-mount.service"
+fi
+# Mounted with these scripts: nothing to do. Otherwise restart, the safe switch: ExecStop stops
+# what runs in the chroot and unmounts, ExecStart mounts the assigned version.
+if [ "$mounted_before" = "$VERSION" ] && [ "$scripts" = 0 ] && systemctl is-active -q netroot-mount.service; then
+    :
+else
+    if ! systemctl restart netroot-mount.service 2>/dev/null; then
+        journalctl -u netroot-mount.service -n 12 --no-pager -o cat 2>/dev/null | grep 'netroot-mount' >&2
+        fail "$NAME: netroot-mount.service failed to mount $VERSION (journalctl -u netroot-mount)"
+    fi
+    changed "mounted $VERSION (was: ${mounted_before:-nothing})"
+fi
+mounted=$(cat /run/netroot/mounted 2>/dev/null)
+[ "$mounted" = "$VERSION" ] || fail "$NAME: $VERSION assigned but ${mounted:-nothing} mounted"
+echo "mounted: $mounted"

@@ -1,0 +1,106 @@
+set -u
+CHECK=0
+DIFF=0
+VERSION=0123456789abcdef
+NAME=pi-03
+INSTALL=1
+SET_HOSTNAME=1
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export SYSTEMD_COLORS=0 SYSTEMD_PAGER=
+
+changed() { echo "changed: $*"; }
+fail() { echo "netroot: $*" >&2; exit 1; }
+
+# put PATH MODE BASE64: write the file when content or mode differ (atomically: same-dir rename)
+put() {
+    local path=$1 mode=$2 new dir
+    dir=$(dirname "$path")
+    if [ "$CHECK" = 1 ] || [ ! -d "$dir" ]; then new=$(mktemp); else new=$(mktemp "$path.XXXXXX"); fi
+    printf '%s' "$3" | base64 -d >"$new" || fail "cannot decode $path"
+    if [ -f "$path" ] && cmp -s "$new" "$path" && [ "$(stat -c %a "$path")" = "$mode" ]; then
+        rm -f "$new"
+        return 1
+    fi
+    if [ "$DIFF" = 1 ]; then
+        diff -u --label "$path (before)" --label "$path (after)" \
+            "$([ -f "$path" ] && echo "$path" || echo /dev/null)" "$new"
+    fi
+    if [ "$CHECK" = 1 ]; then
+        rm -f "$new"
+        changed "$path (check mode: not written)"
+        return 0
+    fi
+    if [ ! -d "$dir" ]; then
+        mkdir -p "$dir"
+        mv -f "$new" "$dir/.netroot.tmp.$$" && new="$dir/.netroot.tmp.$$"
+    fi
+    chmod "$mode" "$new" && mv -f "$new" "$path" || fail "cannot write $path"
+    changed "$path"
+}
+
+mounted_before=""
+if mountpoint -q /run/netroot/root && [ -s /run/netroot/mounted ]; then
+    mounted_before=$(cat /run/netroot/mounted)
+fi
+
+# NFS client tools: preinstalled on the lab boards (no network); apt-get where there is one.
+if [ ! -x /sbin/mount.nfs ] && [ ! -x /usr/sbin/mount.nfs ]; then
+    if [ "$INSTALL" = 1 ] && [ -x /usr/bin/apt-get ]; then
+        if [ "$CHECK" = 0 ]; then
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q nfs-common >&2 \
+                || fail "apt-get install nfs-common failed"
+        fi
+        changed "installed nfs-common"
+    else
+        fail "$NAME: mount.nfs is missing and cannot be installed here (no apt-get, or netroot_board_install_packages is false): install nfs-common"
+    fi
+fi
+for tool in mountpoint timeout chroot systemctl base64 cmp; do
+    command -v "$tool" >/dev/null || fail "$NAME: $tool is missing on the board"
+done
+
+scripts=0
+put /usr/local/sbin/netroot-mount 755 IyEvYmluL2Jhc2gKIyBuZXRyb290LW1vdW50OiBtb3VudCB0aGlzIGJvYXJkJ3MgYXNzaWduZWQgbmV0cm9vdCB2ZXJzaW9uIGFuZCBwcmVwYXJlIGl0cyBjaHJvb3QuCiMgTWFuYWdlZCBieSBuZXRyb290IChyb2xlIG5ldHJvb3RfYm9hcmQpIGZvciBwaS0wMzsgbG9jYWwgZWRpdHMgYXJlIHJlcGxhY2VkLgojCiMgICBuZXRyb290LW1vdW50IFtWRVJTSU9OX0lEXSAgIG1vdW50IFZFUlNJT05fSUQgKGRlZmF1bHQ6IC9ldGMvbmV0cm9vdC9hc3NpZ25lZCk7IGlmIGFub3RoZXIKIyAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgdmVyc2lvbiBpcyBtb3VudGVkLCBzdG9wIHdoYXQgcnVucyBpbiB0aGUgY2hyb290LCB1bm1vdW50IGl0IGFuZAojICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICBtb3VudCB0aGUgbmV3IG9uZSAodGhlIHNhZmUgc3dpdGNoKS4gUHJpbnRzICJjaGFuZ2VkIiBvcgojICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAidW5jaGFuZ2VkIiBvbiBzdGRvdXQuCiMgICBuZXRyb290LW1vdW50IC0tdW1vdW50ICAgICAgIHN0b3Agd2hhdCBydW5zIGluIHRoZSBjaHJvb3QgYW5kIHVubW91bnQgZXZlcnl0aGluZy4KIyAgIG5ldHJvb3QtbW91bnQgLS1zdGF0dXMgICAgICAgSlNPTjogYXNzaWduZWQsIG1vdW50ZWQsIHJvb3QsIHNoYXJlZCwgaW1hZ2UsIHNlcnZlci4KIwojIExheW91dDogdGhlIGltYWdlJ3MgZXhwb3J0IGlzIG1vdW50ZWQgUkVBRC1PTkxZIGF0ICRTSEFSRUQ7IHRoZSBjaHJvb3Qgcm9vdCAkUk9PVCBpcyBhbgojIG92ZXJsYXlmcyB3aG9zZSBsb3dlciBsYXllciBpcyAkU0hBUkVEL3ZlcnNpb25zLzxpZD4gYW5kIHdob3NlIHdyaXRhYmxlIGxheWVyIGlzIHRoaXMgYm9hcmQncwojIG93biAoJExBWUVSX0RJUi88aWQ+IG9uIHRoZSBib2FyZCdzIGRpc2ssIG9yIHRtcGZzKSwgc28gYm9hcmRzIG5ldmVyIHNlZSBlYWNoIG90aGVyJ3Mgd3JpdGVzCiMgYW5kIG5vdGhpbmcgYSBib2FyZCB3cml0ZXMgcmVhY2hlcyB0aGUgc2VydmVyLgpzZXQgLWV1byBwaXBlZmFpbAoKU0VSVkVSPTEwLjc3LjAuMgpFWFBPUlQ9L3Nydi9uZXRyb290L290aGVyCklNQUdFPW90aGVyCk9QVElPTlM9dmVycz00LjEscHJvdG89dGNwLGhhcmQsdGltZW89NjAwLHJldHJhbnM9Mixyc2l6ZT0xMDQ4NTc2LHdzaXplPTEwNDg1NzYsbm9hdGltZSxuY29ubmVjdD0yLHJvCkxBWUVSPWRpc2sKTEFZRVJfRElSPS92YXIvbGliL25ldHJvb3QvbGF5ZXJzClJFVFJJRVM9MTAKUkVUUllfREVMQVk9MwpBVFRFTVBUX1RJTUVPVVQ9MjAKU1RPUF9USU1FT1VUPTEwCgpSVU49L3J1bi9uZXRyb290ClNIQVJFRD0kUlVOL3NoYXJlZApST09UPSRSVU4vcm9vdApNT1VOVEVEPSRSVU4vbW91bnRlZApBU1NJR05FRD0vZXRjL25ldHJvb3QvYXNzaWduZWQKCmxvZygpIHsgZWNobyAibmV0cm9vdC1tb3VudDogJCoiID4mMjsgfQpkaWUoKSB7IGxvZyAiRkFJTEVEOiAkKiI7IGV4aXQgMTsgfQoKbW91bnRlZF92ZXJzaW9uKCkgewogICAgaWYgbW91bnRwb2ludCAtcSAiJFJPT1QiICYmIFsgLXMgIiRNT1VOVEVEIiBdOyB0aGVuIGNhdCAiJE1PVU5URUQiOyBmaQp9CgojIEV2ZXJ5IHByb2Nlc3Mgd2hvc2Ugcm9vdCBkaXJlY3RvcnkgaXMgaW5zaWRlIHRoZSBjaHJvb3QgKHN0YXJ0ZWQgYnkgbmV0cm9vdC1jaHJvb3QsIGJ5IFNTSAojIHNlc3Npb25zLCBieSBhbnl0aGluZyk6IFRFUk0sIHdhaXQsIHRoZW4gS0lMTCwgc28gdGhlIHVubW91bnQgY2Fubm90IGZhaWwgd2l0aCBFQlVTWS4KY2hyb290X3BpZHMoKSB7CiAgICBsb2NhbCBwIHIKICAgIGZvciBwIGluIC9wcm9jL1swLTldKjsgZG8KICAgICAgICByPSQocmVhZGxpbmsgIiRwL3Jvb3QiIDI+L2Rldi9udWxsKSB8fCBjb250aW51ZQogICAgICAgIGNhc2UgIiRyIiBpbiAiJFJPT1QiIHwgIiRST09UIi8qKSBlY2hvICIke3AjL3Byb2MvfSIgOzsgZXNhYwogICAgZG9uZQp9CgpzdG9wX2Nocm9vdCgpIHsKICAgIGxvY2FsIHBpZHMgd2FpdGVkPTAKICAgIHBpZHM9JChjaHJvb3RfcGlkcykKICAgIFsgLXogIiRwaWRzIiBdICYmIHJldHVybiAwCiAgICBsb2cgInN0b3BwaW5nIHByb2Nlc3NlcyBpbiB0aGUgY2hyb290OiAkKGVjaG8gJHBpZHMpIgogICAga2lsbCAtVEVSTSAkcGlkcyAyPi9kZXYvbnVsbCB8fCB0cnVlCiAgICB3aGlsZSBbIC1uICIkKGNocm9vdF9waWRzKSIgXSAmJiBbICIkd2FpdGVkIiAtbHQgIiRTVE9QX1RJTUVPVVQiIF07IGRvCiAgICAgICAgc2xlZXAgMQogICAgICAgIHdhaXRlZD0kKCh3YWl0ZWQgKyAxKSkKICAgIGRvbmUKICAgIHBpZHM9JChjaHJvb3RfcGlkcykKICAgIGlmIFsgLW4gIiRwaWRzIiBdOyB0aGVuCiAgICAgICAgbG9nICJraWxsaW5nIHByb2Nlc3NlcyB0aGF0IGlnbm9yZWQgU0lHVEVSTTogJChlY2hvICRwaWRzKSIKICAgICAgICBraWxsIC1LSUxMICRwaWRzIDI+L2Rldi9udWxsIHx8IHRydWUKICAgICAgICBzbGVlcCAxCiAgICBmaQp9Cgp1bW91bnRfYWxsKCkgewogICAgc3RvcF9jaHJvb3QKICAgIHJtIC1mICIkTU9VTlRFRCIKICAgIGlmIG1vdW50cG9pbnQgLXEgIiRST09UIjsgdGhlbiB1bW91bnQgLVIgIiRST09UIiB8fCBkaWUgImNhbm5vdCB1bm1vdW50ICRST09UIjsgZmkKICAgIGlmIG1vdW50cG9pbnQgLXEgIiRSVU4vbGF5ZXIiOyB0aGVuIHVtb3VudCAiJFJVTi9sYXllciI7IGZpCiAgICBpZiBtb3VudHBvaW50IC1xICIkU0hBUkVEIjsgdGhlbiB1bW91bnQgIiRTSEFSRUQiIHx8IHVtb3VudCAtbCAiJFNIQVJFRCI7IGZpCn0KCm1vdW50X3NoYXJlZCgpIHsKICAgIGxvY2FsIHRyeT0xIGVycgogICAgbWtkaXIgLXAgIiRTSEFSRUQiCiAgICBtb3VudHBvaW50IC1xICIkU0hBUkVEIiAmJiByZXR1cm4gMAogICAgbW9kcHJvYmUgLXEgbmZzIDI+L2Rldi9udWxsIHx8IHRydWUKICAgIHdoaWxlIDo7IGRvCiAgICAgICAgaWYgZXJyPSQodGltZW91dCAiJEFUVEVNUFRfVElNRU9VVCIgbW91bnQgLXQgbmZzIC1vICIkT1BUSU9OUyIgIiRTRVJWRVI6JEVYUE9SVCIgIiRTSEFSRUQiIDI+JjEpOyB0aGVuCiAgICAgICAgICAgIGxvZyAibW91bnRlZCAkU0VSVkVSOiRFWFBPUlQgKHRyeSAkdHJ5LCAkT1BUSU9OUykiCiAgICAgICAgICAgIHJldHVybiAwCiAgICAgICAgZmkKICAgICAgICBsb2cgInRyeSAkdHJ5LyRSRVRSSUVTOiBtb3VudCAkU0VSVkVSOiRFWFBPUlQgZmFpbGVkOiAke2VycjotdGltZWQgb3V0IGFmdGVyICR7QVRURU1QVF9USU1FT1VUfXN9IgogICAgICAgIFsgIiR0cnkiIC1nZSAiJFJFVFJJRVMiIF0gJiYgZGllICJjYW5ub3QgbW91bnQgJFNFUlZFUjokRVhQT1JUIGFmdGVyICRSRVRSSUVTIHRyaWVzOyBpcyB0aGUgTkZTIHNlcnZlciB1cCBhbmQgZG9lcyBpdCBleHBvcnQgdG8gdGhpcyBib2FyZD8gKG5ldHJvb3QgcHJvdmlzaW9uKSIKICAgICAgICB0cnk9JCgodHJ5ICsgMSkpCiAgICAgICAgc2xlZXAgIiRSRVRSWV9ERUxBWSIKICAgIGRvbmUKfQoKIyBCaW5kIHRoZSBib2FyZCdzIG93biBmaWxlIG92ZXIgdGhlIGltYWdlJ3MsIHJlYWQtb25seSwgc28gdGhlIGNocm9vdCBzZWVzIHRoaXMgYm9hcmQncwojIGlkZW50aXR5IGFuZCBjYW5ub3QgY2hhbmdlIGl0OyB0aGUgZmlsZSBpcyBjcmVhdGVkIGluIHRoZSB3cml0YWJsZSBsYXllciB3aGVuIHRoZSBpbWFnZSBoYXMKIyBub25lIChvciBhIGRhbmdsaW5nIHN5bWxpbmssIGFzIGNvbnRhaW5lciBpbWFnZXMgb2Z0ZW4gaGF2ZSBmb3IgcmVzb2x2LmNvbmYpLgpiaW5kX2ZpbGUoKSB7CiAgICBsb2NhbCBzcmM9JDEgZHN0PSRST09UJDIKICAgIFsgLWUgIiRzcmMiIF0gfHwgcmV0dXJuIDAKICAgIGlmIFsgLUwgIiRkc3QiIF0gfHwgWyAhIC1mICIkZHN0IiBdOyB0aGVuCiAgICAgICAgcm0gLWYgIiRkc3QiCiAgICAgICAgOiA+IiRkc3QiCiAgICBmaQogICAgbW91bnQgLS1iaW5kICIkc3JjIiAiJGRzdCIKICAgIG1vdW50IC1vIHJlbW91bnQsYmluZCxybyAiJGRzdCIKfQoKbW91bnRfdmVyc2lvbigpIHsKICAgIGxvY2FsIHZlcnNpb249JDEgbG93ZXIgdXBwZXIgd29yawogICAgbW91bnRfc2hhcmVkCiAgICBsb3dlcj0kU0hBUkVEL3ZlcnNpb25zLyR2ZXJzaW9uCiAgICBbIC1kICIkbG93ZXIiIF0gfHwgZGllICJ2ZXJzaW9uICR2ZXJzaW9uIGlzIG5vdCBleHBvcnRlZCBpbiAkU0VSVkVSOiRFWFBPUlQgKHNlZSBuZXRyb290IHZlcnNpb25zKSIKICAgIGlmIFsgIiRMQVlFUiIgPSB0bXBmcyBdOyB0aGVuCiAgICAgICAgbWtkaXIgLXAgIiRSVU4vbGF5ZXIiCiAgICAgICAgbW91bnRwb2ludCAtcSAiJFJVTi9sYXllciIgfHwgbW91bnQgLXQgdG1wZnMgLW8gbW9kZT0wNzU1IG5ldHJvb3QtbGF5ZXIgIiRSVU4vbGF5ZXIiCiAgICAgICAgdXBwZXI9JFJVTi9sYXllci91cHBlcgogICAgICAgIHdvcms9JFJVTi9sYXllci93b3JrCiAgICBlbHNlCiAgICAgICAgdXBwZXI9JExBWUVSX0RJUi8kdmVyc2lvbi91cHBlcgogICAgICAgIHdvcms9JExBWUVSX0RJUi8kdmVyc2lvbi93b3JrCiAgICBmaQogICAgbWtkaXIgLXAgIiR1cHBlciIgIiR3b3JrIiAiJFJPT1QiCiAgICBtb2Rwcm9iZSAtcSBvdmVybGF5IDI+L2Rldi9udWxsIHx8IHRydWUKICAgIG1vdW50IC10IG92ZXJsYXkgbmV0cm9vdCAtbyAibG93ZXJkaXI9JGxvd2VyLHVwcGVyZGlyPSR1cHBlcix3b3JrZGlyPSR3b3JrIiAiJFJPT1QiIFwKICAgICAgICB8fCBkaWUgImNhbm5vdCBtb3VudCB0aGUgb3ZlcmxheSBvZiAkdmVyc2lvbiBvbiAkUk9PVCIKICAgIGxvY2FsIGQKICAgIGZvciBkIGluIGRldiBwcm9jIHN5czsgZG8KICAgICAgICBta2RpciAtcCAiJFJPT1QvJGQiCiAgICAgICAgbW91bnQgLS1yYmluZCAiLyRkIiAiJFJPT1QvJGQiCiAgICAgICAgIyByc2xhdmU6IHVubW91bnRpbmcgdGhlIGNocm9vdCBtdXN0IG5ldmVyIHByb3BhZ2F0ZSBiYWNrIHRvIHRoZSBib2FyZCdzIG93biBtb3VudHMKICAgICAgICBtb3VudCAtLW1ha2UtcnNsYXZlICIkUk9PVC8kZCIKICAgIGRvbmUKICAgIG1rZGlyIC1wICIkUk9PVC9ydW4iICIkUk9PVC9ldGMiCiAgICBtb3VudCAtdCB0bXBmcyAtbyBtb2RlPTA3NTUsbm9zdWlkLG5vZGV2IG5ldHJvb3QtcnVuICIkUk9PVC9ydW4iCiAgICBta2RpciAtcCAiJFJPT1QvcnVuL25ldHJvb3QiCiAgICBlY2hvICIkdmVyc2lvbiIgPiIkUk9PVC9ydW4vbmV0cm9vdC92ZXJzaW9uIgogICAgIyBUaGUgbWFuaWZlc3Qgc3RheXMgb24gdGhlIHNlcnZlciAocmVhZC1vbmx5IGJpbmQsIG5vIGNvcHkgb2YgYSBtdWx0aS1NQiBmaWxlKS4KICAgIGlmIFsgLWYgIiRTSEFSRUQvdmVyc2lvbnMvJHZlcnNpb24uanNvbiIgXTsgdGhlbgogICAgICAgIDogPiIkUk9PVC9ydW4vbmV0cm9vdC9tYW5pZmVzdC5qc29uIgogICAgICAgIG1vdW50IC0tYmluZCAiJFNIQVJFRC92ZXJzaW9ucy8kdmVyc2lvbi5qc29uIiAiJFJPT1QvcnVuL25ldHJvb3QvbWFuaWZlc3QuanNvbiIKICAgIGZpCiAgICBiaW5kX2ZpbGUgL2V0Yy9ob3N0bmFtZSAvZXRjL2hvc3RuYW1lCiAgICBiaW5kX2ZpbGUgL2V0Yy9tYWNoaW5lLWlkIC9ldGMvbWFjaGluZS1pZAogICAgYmluZF9maWxlICIkKHJlYWRsaW5rIC1mIC9ldGMvcmVzb2x2LmNvbmYpIiAvZXRjL3Jlc29sdi5jb25mCiAgICBlY2hvICIkdmVyc2lvbiIgPiIkTU9VTlRFRCIKfQoKc3RhdHVzKCkgewogICAgbG9jYWwgYXNzaWduZWQ9IiIgbW91bnRlZAogICAgWyAtcyAiJEFTU0lHTkVEIiBdICYmIGFzc2lnbmVkPSQoY2F0ICIkQVNTSUdORUQiKQogICAgbW91bnRlZD0kKG1vdW50ZWRfdmVyc2lvbikKICAgIHByaW50ZiAneyJhc3NpZ25lZCI6ICIlcyIsICJtb3VudGVkIjogIiVzIiwgInJvb3QiOiAiJXMiLCAic2hhcmVkIjogIiVzIiwgImltYWdlIjogIiVzIiwgInNlcnZlciI6ICIlcyJ9XG4nIFwKICAgICAgICAiJGFzc2lnbmVkIiAiJG1vdW50ZWQiICIkUk9PVCIgIiRTSEFSRUQiICIkSU1BR0UiICIkU0VSVkVSOiRFWFBPUlQiCn0KCmNhc2UgIiR7MTotfSIgaW4KLS1zdGF0dXMpIHN0YXR1czsgZXhpdCAwIDs7Ci0tdW1vdW50KSB1bW91bnRfYWxsOyBleGl0IDAgOzsKLWggfCAtLWhlbHApIHNlZCAtbiAnMiwxMXAnICIkMCI7IGV4aXQgMCA7OwotKikgZGllICJ1bmtub3duIG9wdGlvbiAkMSAoc2VlIC0taGVscCkiIDs7CmVzYWMKCnZlcnNpb249JHsxOi19CmlmIFsgLXogIiR2ZXJzaW9uIiBdOyB0aGVuCiAgICBbIC1zICIkQVNTSUdORUQiIF0gfHwgZGllICJubyB2ZXJzaW9uIGFzc2lnbmVkIGluICRBU1NJR05FRCAocnVuIG5ldHJvb3QgcHJvdmlzaW9uKSIKICAgIHZlcnNpb249JChjYXQgIiRBU1NJR05FRCIpCmZpCmNhc2UgIiR2ZXJzaW9uIiBpbiAqWyEwLTlhLWZdKiB8ICIiKSBkaWUgImJhZCB2ZXJzaW9uIGlkICckdmVyc2lvbiciIDs7IGVzYWMKCmN1cnJlbnQ9JChtb3VudGVkX3ZlcnNpb24pCmlmIFsgIiRjdXJyZW50IiA9ICIkdmVyc2lvbiIgXTsgdGhlbgogICAgZWNobyB1bmNoYW5nZWQKICAgIGV4aXQgMApmaQppZiBbIC1uICIkY3VycmVudCIgXSB8fCBtb3VudHBvaW50IC1xICIkUk9PVCIgfHwgbW91bnRwb2ludCAtcSAiJFNIQVJFRCI7IHRoZW4KICAgIGxvZyAic3dpdGNoaW5nIGZyb20gJHtjdXJyZW50Oi1hIHBhcnRpYWwgbW91bnR9IHRvICR2ZXJzaW9uIgogICAgdW1vdW50X2FsbApmaQptb3VudF92ZXJzaW9uICIkdmVyc2lvbiIKbG9nICJ2ZXJzaW9uICR2ZXJzaW9uIG1vdW50ZWQgb24gJFJPT1QiCmVjaG8gY2hhbmdlZAo= && scripts=1
+put /usr/local/sbin/netroot-chroot 755 IyEvYmluL2Jhc2gKIyBuZXRyb290LWNocm9vdCBDTUQuLi46IHJ1biBDTUQgKGFuIGFic29sdXRlIHBhdGggaW5zaWRlIHRoZSBpbWFnZSkgaW4gdGhpcyBib2FyZCdzIG5ldHJvb3QKIyBjaHJvb3QsIHdpdGggYSBjbGVhbiBlbnZpcm9ubWVudC4gV2l0aG91dCBDTUQ6IGEgbG9naW4gc2hlbGwuIE1hbmFnZWQgYnkgbmV0cm9vdCBmb3IKIyBwaS0wMy4Kc2V0IC1ldW8gcGlwZWZhaWwKUk9PVD0vcnVuL25ldHJvb3Qvcm9vdAppZiAhIG1vdW50cG9pbnQgLXEgIiRST09UIiB8fCBbICEgLXMgL3J1bi9uZXRyb290L21vdW50ZWQgXTsgdGhlbgogICAgZWNobyAibmV0cm9vdC1jaHJvb3Q6IG5vIHZlcnNpb24gbW91bnRlZCBvbiAkUk9PVCAoc3lzdGVtY3RsIHN0YXR1cyBuZXRyb290LW1vdW50KSIgPiYyCiAgICBleGl0IDEKZmkKWyAiJCMiIC1ndCAwIF0gfHwgc2V0IC0tIC9iaW4vc2ggLWwKZXhlYyAvdXNyL3NiaW4vY2hyb290ICIkUk9PVCIgL3Vzci9iaW4vZW52IC1pIFwKICAgIEhPTUU9L3Jvb3QgXAogICAgUEFUSD0vdXNyL2xvY2FsL3NiaW46L3Vzci9sb2NhbC9iaW46L3Vzci9zYmluOi91c3IvYmluOi9zYmluOi9iaW4gXAogICAgTEFORz1DLlVURi04IFwKICAgIFRFUk09IiR7VEVSTTotZHVtYn0iIFwKICAgIE5FVFJPT1RfVkVSU0lPTj0iJChjYXQgL3J1bi9uZXRyb290L21vdW50ZWQpIiBcCiAgICAiJEAiCg== && scripts=1
+unit=0
+put /etc/systemd/system/netroot-mount.service 644 IyBNYW5hZ2VkIGJ5IG5ldHJvb3QgKHJvbGUgbmV0cm9vdF9ib2FyZCkgZm9yIHBpLTAzLgpbVW5pdF0KRGVzY3JpcHRpb249bmV0cm9vdDogbW91bnQgdGhlIGFzc2lnbmVkIHZlcnNpb24gYW5kIHByZXBhcmUgaXRzIGNocm9vdApEb2N1bWVudGF0aW9uPW1hbjpuZnMoNSkgZmlsZTovLy91c3IvbG9jYWwvc2Jpbi9uZXRyb290LW1vdW50CldhbnRzPW5ldHdvcmstb25saW5lLnRhcmdldApBZnRlcj1uZXR3b3JrLW9ubGluZS50YXJnZXQKQmVmb3JlPW11bHRpLXVzZXIudGFyZ2V0CgpbU2VydmljZV0KVHlwZT1vbmVzaG90ClJlbWFpbkFmdGVyRXhpdD15ZXMKIyBuZXRyb290LW1vdW50IHJldHJpZXMgMTAgdGltZXMgaXRzZWxmIGFuZCBsb2dzIGVhY2ggZmFpbHVyZTsKIyB0aGUgc3RhcnQgdGltZW91dCBib3VuZHMgdGhlIHdob2xlIGF0dGVtcHQgc28gYSBtaXNzaW5nIHNlcnZlciBjYW5ub3QgaGFuZyB0aGUgYm9vdC4KRXhlY1N0YXJ0PS91c3IvbG9jYWwvc2Jpbi9uZXRyb290LW1vdW50CkV4ZWNTdG9wPS91c3IvbG9jYWwvc2Jpbi9uZXRyb290LW1vdW50IC0tdW1vdW50ClRpbWVvdXRTdGFydFNlYz0zMDAKVGltZW91dFN0b3BTZWM9NDAKU3lzbG9nSWRlbnRpZmllcj1uZXRyb290LW1vdW50CgpbSW5zdGFsbF0KV2FudGVkQnk9bXVsdGktdXNlci50YXJnZXQK && unit=1
+put /etc/netroot/assigned 644 MDEyMzQ1Njc4OWFiY2RlZgo=
+if [ "$SET_HOSTNAME" = 1 ]; then
+    put /etc/hostname 644 cGktMDMK
+    if [ "$(hostname)" != "$NAME" ]; then
+        [ "$CHECK" = 1 ] || hostname "$NAME"
+        changed "hostname $NAME"
+    fi
+fi
+# Identity: the board's own machine-id, bound into the chroot by netroot-mount.
+if [ ! -s /etc/machine-id ]; then
+    [ "$CHECK" = 1 ] || systemd-machine-id-setup >&2
+    changed "machine-id"
+fi
+
+if [ "$CHECK" = 1 ]; then
+    if [ "$mounted_before" != "$VERSION" ] || [ "$scripts" = 1 ]; then
+        changed "would mount $VERSION (mounted: ${mounted_before:-nothing})"
+    fi
+    echo "mounted: $mounted_before"
+    exit 0
+fi
+[ "$unit" = 1 ] && systemctl daemon-reload
+if ! systemctl is-enabled -q netroot-mount.service; then
+    systemctl enable -q netroot-mount.service 2>&1 || fail "cannot enable netroot-mount.service"
+    changed "enabled netroot-mount.service"
+fi
+# Mounted with these scripts: nothing to do. Otherwise restart, the safe switch: ExecStop stops
+# what runs in the chroot and unmounts, ExecStart mounts the assigned version.
+if [ "$mounted_before" = "$VERSION" ] && [ "$scripts" = 0 ] && systemctl is-active -q netroot-mount.service; then
+    :
+else
+    if ! systemctl restart netroot-mount.service 2>/dev/null; then
+        journalctl -u netroot-mount.service -n 12 --no-pager -o cat 2>/dev/null | grep 'netroot-mount' >&2
+        fail "$NAME: netroot-mount.service failed to mount $VERSION (journalctl -u netroot-mount)"
+    fi
+    changed "mounted $VERSION (was: ${mounted_before:-nothing})"
+fi
+mounted=$(cat /run/netroot/mounted 2>/dev/null)
+[ "$mounted" = "$VERSION" ] || fail "$NAME: $VERSION assigned but ${mounted:-nothing} mounted"
+echo "mounted: $mounted"
