@@ -149,7 +149,7 @@ def apply_merged(dirs: Sequence[str], layers: Sequence[str], writer: Writer) -> 
     for v in merged(dirs):
         m = member(v)
         origin = len(dirs) - 1 - v.layer if v.layer >= top_image else -1
-        if m.kind is Kind.FILE and v.st.st_nlink > 1:
+        if m.kind is not Kind.DIR and v.st.st_nlink > 1:  # docker links any non-dir
             key = (v.layer, v.st.st_ino)
             if key in first_name:
                 m = replace(m, kind=Kind.HARDLINK, linkname=first_name[key], size=0)

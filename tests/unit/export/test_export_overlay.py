@@ -89,3 +89,20 @@ def test_reuse_only_same_origin(tmp_path: Path, layers: list[str]) -> None:
     assert (staging / "keep").stat().st_ino != (prev_root / "keep").stat().st_ino
     assert w.reused == 1 and w.expected["etc/a"].data == "digest-a"
     assert (staging / "d").read_text() == "now a file"
+
+
+def test_hard_links_grouped_like_docker(tmp_path: Path) -> None:
+    d = tmp_path / "l"
+    d.mkdir()
+    (d / "f").write_text("x")
+    os.link(d / "f", d / "g")
+    os.symlink("/target", d / "s")
+    os.link(d / "s", d / "t", follow_symlinks=False)  # docker links any non-directory
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    w = Writer(staging)
+    overlay.apply_merged([str(d)], ["only"], w)
+    entries = w.finish()
+    assert (staging / "f").stat().st_ino == (staging / "g").stat().st_ino
+    assert os.lstat(staging / "s").st_ino == os.lstat(staging / "t").st_ino
+    assert entries["t"].group == "s" and entries["g"].group == "f"
