@@ -149,7 +149,7 @@ def export(
     ]
     if result.pruned:
         rows.append(["pruned", ", ".join(result.pruned)])
-    app.out.table(f"export {name}", ["", ""], rows)
+    app.out.table(f"export {name}", ["field", "value"], rows)
 
 
 def versions(
@@ -170,18 +170,16 @@ def versions(
         app.out.json({"name": name, "current": current, "versions": [m.summary() for m in found]})
         return
     app.out.table(
-        f"{name} under {layout.root}",
-        ["", "version", "exported", "image", "tags", "files", "bytes", "tree hash"],
+        f"{name} under {layout.root} (* = current)",
+        ["", "version", "exported (UTC)", "source", "entries", "MiB"],
         [
             [
                 "*" if m.version == current else "",
                 m.version,
-                m.exported_at[:19],
-                m.image_id[:19],
+                m.exported_at[:16].replace("T", " "),
                 ",".join(m.repo_tags) or m.source.get("ref", ""),
                 m.files,
-                m.bytes,
-                m.tree_hash[:19],
+                f"{m.bytes / 2**20:.1f}",
             ]
             for m in found
         ],
