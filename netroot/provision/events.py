@@ -93,6 +93,10 @@ def _message(res: Mapping[str, Any]) -> str:
     ]
     if generic and stderr:
         return " ".join(" ".join(stderr[-3:]).split())
+    # raw runs through a pty: the script's stderr arrives in stdout; its last line says why.
+    stdout = [line for line in str(res.get("stdout", "")).splitlines() if line.strip()]
+    if generic and stdout:
+        return " ".join(stdout[-1].split())
     for key in ("msg", "stderr", "module_stderr", "stdout", "module_stdout", "reason"):
         value = res.get(key)
         if isinstance(value, str) and value.strip():

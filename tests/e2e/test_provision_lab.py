@@ -8,6 +8,7 @@ Times are printed (`-s`) for the report; they are never asserted.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shlex
@@ -22,11 +23,11 @@ from typing import Any
 import pytest
 import yaml
 
-from netroot import paths
 from netroot.adapters.ansible import runs_dir
 from netroot.errors import Exit
 from netroot.inventory import load
 from netroot.provision.service import provision
+from tests.e2e.conftest import LabHandle
 
 pytestmark = pytest.mark.e2e
 
@@ -41,21 +42,25 @@ GANESHA_CONF = "/etc/ganesha/ganesha.conf"
 
 @dataclass(frozen=True)
 class Lab:
-    inventory: Path
-    export_root: Path
-    key: Path
-    known_hosts: Path
-    addresses: dict[str, str]
+    """The session's lab (tests/e2e/conftest.py) plus the version exported for these tests."""
+
+    handle: LabHandle
     version: str  # what `current` points to
 
+    @property
+    def inventory(self) -> Path:
+        return self.handle.inventory
+
+    @property
+    def export_root(self) -> Path:
+        return self.handle.export_root
+
+    @property
+    def addresses(self) -> dict[str, str]:
+        return self.handle.addresses
+
     def ssh(self, host: str, command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        argv = ["ssh", "-i", str(self.key), "-o", f"UserKnownHostsFile={self.known_hosts}",
-                "-o", "StrictHostKeyChecking=yes", "-o", "IdentitiesOnly=yes",
-                "-o", "ConnectTimeout=20", f"root@{self.addresses[host]}", command]  # fmt: skip
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
-        if check and proc.returncode != 0:
-            raise AssertionError(f"{host}: {command}: rc {proc.returncode}: {proc.stderr[-500:]}")
-        return proc
+        return self.handle.ssh(host, command, check=check)
 
 
 def _netroot(*args: str, inventory: Path) -> subprocess.CompletedProcess[str]:
@@ -94,20 +99,13 @@ def _reset(lab: Lab) -> None:
 
 
 @pytest.fixture(scope="module")
-def lab() -> Iterator[Lab]:
-    from netroot.lab import service
-
+def plab(lab: LabHandle) -> Iterator[Lab]:
     if subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True).returncode:
         pytest.skip(f"{IMAGE} not built (netroot lab up builds it)")
-    service.up(len(BOARDS), lambda msg: print(f"[lab] {msg}", flush=True))
-    inventory = paths.lab_inventory()
-    inv = load(inventory)
-    server = inv.server
-    lab_dir = paths.lab_dir()
-    addresses = {name: h.ssh_host for name, h in inv.hosts.items()}
-    version = _export(Path(server.export_root))
-    yield Lab(inventory, Path(server.export_root), lab_dir / "id_ed25519",
-              lab_dir / "known_hosts", addresses, version)  # fmt: skip
+    # One ganesha serves port 2049 in nfs-01: e2e modules that (re)configure it take turns.
+    with (lab.lab_dir / ".ganesha.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield Lab(lab, _export(lab.export_root))
 
 
 def _copy_inventory(lab: Lab, tmp: Path, change: dict[str, dict[str, Any]]) -> Path:
@@ -120,8 +118,8 @@ def _copy_inventory(lab: Lab, tmp: Path, change: dict[str, dict[str, Any]]) -> P
     return path
 
 
-def test_bad_inventory_value_fails_before_any_host_is_touched(lab: Lab, tmp_path: Path) -> None:
-    bad = _copy_inventory(lab, tmp_path, {"pi-02": {"netroot_board_layer": "nfs"}})
+def test_bad_inventory_value_fails_before_any_host_is_touched(plab: Lab, tmp_path: Path) -> None:
+    bad = _copy_inventory(plab, tmp_path, {"pi-02": {"netroot_board_layer": "nfs"}})
     before = sorted(runs_dir().glob("*")) if runs_dir().exists() else []
     proc = _netroot("provision", "--all", inventory=bad)
     assert proc.returncode == Exit.USAGE, proc.stderr
@@ -130,95 +128,97 @@ def test_bad_inventory_value_fails_before_any_host_is_touched(lab: Lab, tmp_path
     assert after == before  # ansible-runner was never started
 
 
-def test_provision_from_scratch(lab: Lab) -> None:
-    _reset(lab)
+def test_provision_from_scratch(plab: Lab) -> None:
+    _reset(plab)
     t0 = time.monotonic()
-    proc = _netroot("provision", "--all", "--json", inventory=lab.inventory)
+    proc = _netroot("provision", "--all", "--json", inventory=plab.inventory)
     elapsed = time.monotonic() - t0
     print(f"\n[time] provision from scratch, server + {len(BOARDS)} boards: {elapsed:.1f} s")
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)
     for board in BOARDS:
         assert result["hosts"][board]["state"] == "changed"
-        assert result["mounted"][board] == lab.version
+        assert result["mounted"][board] == plab.version
     assert result["hosts"]["nfs-01"]["failed"] == 0
 
 
-def test_each_chroot_shows_the_exported_versions_manifest(lab: Lab) -> None:
+def test_each_chroot_shows_the_exported_versions_manifest(plab: Lab) -> None:
     manifest = json.loads(
-        (lab.export_root / "raspbian" / "versions" / f"{lab.version}.json").read_text()
+        (plab.export_root / "raspbian" / "versions" / f"{plab.version}.json").read_text()
     )
     for board in BOARDS:
         shown = json.loads(
-            lab.ssh(board, "netroot-chroot /bin/cat /run/netroot/manifest.json").stdout
+            plab.ssh(board, "netroot-chroot /bin/cat /run/netroot/manifest.json").stdout
         )
-        assert shown["version"] == lab.version == manifest["version"]
+        assert shown["version"] == plab.version == manifest["version"]
         assert shown["tree_hash"] == manifest["tree_hash"]
-        status = json.loads(lab.ssh(board, "netroot-mount --status").stdout)
-        assert status["assigned"] == status["mounted"] == lab.version
+        status = json.loads(plab.ssh(board, "netroot-mount --status").stdout)
+        assert status["assigned"] == status["mounted"] == plab.version
         # Identity is the board's, not the image's.
-        assert lab.ssh(board, "netroot-chroot /bin/cat /etc/hostname").stdout.strip() == board
-        own_id = lab.ssh(board, "cat /etc/machine-id").stdout
-        assert lab.ssh(board, "netroot-chroot /bin/cat /etc/machine-id").stdout == own_id
+        assert plab.ssh(board, "netroot-chroot /bin/cat /etc/hostname").stdout.strip() == board
+        own_id = plab.ssh(board, "cat /etc/machine-id").stdout
+        assert plab.ssh(board, "netroot-chroot /bin/cat /etc/machine-id").stdout == own_id
 
 
-def test_second_provision_changes_nothing(lab: Lab) -> None:
+def test_second_provision_changes_nothing(plab: Lab) -> None:
     t0 = time.monotonic()
-    proc = _netroot("provision", "--all", "--json", inventory=lab.inventory)
+    proc = _netroot("provision", "--all", "--json", inventory=plab.inventory)
     print(f"\n[time] second provision (no change): {time.monotonic() - t0:.1f} s")
     assert proc.returncode == 0, proc.stderr[-3000:]
     hosts = json.loads(proc.stdout)["hosts"]
     assert {name: h["changed"] for name, h in hosts.items()} == {n: 0 for n in hosts}
 
 
-def test_boards_cannot_write_the_shared_tree_or_see_each_other(lab: Lab) -> None:
-    lab.ssh("pi-01", "netroot-chroot /bin/sh -c 'echo pi-01 > /etc/netroot-probe'")
-    assert lab.ssh("pi-01", "netroot-chroot /bin/cat /etc/netroot-probe").stdout == "pi-01\n"
-    assert lab.ssh("pi-02", "netroot-chroot /bin/cat /etc/netroot-probe", check=False).returncode
+def test_boards_cannot_write_the_shared_tree_or_see_each_other(plab: Lab) -> None:
+    plab.ssh("pi-01", "netroot-chroot /bin/sh -c 'echo pi-01 > /etc/netroot-probe'")
+    assert plab.ssh("pi-01", "netroot-chroot /bin/cat /etc/netroot-probe").stdout == "pi-01\n"
+    assert plab.ssh("pi-02", "netroot-chroot /bin/cat /etc/netroot-probe", check=False).returncode
     assert not (
-        lab.export_root / "raspbian" / "versions" / lab.version / "etc" / "netroot-probe"
+        plab.export_root / "raspbian" / "versions" / plab.version / "etc" / "netroot-probe"
     ).exists()
     # The only export is read-only: even a fresh read-write mount from a board cannot write.
-    server = lab.addresses["nfs-01"]
-    export = f"{lab.export_root}/raspbian"
+    server = plab.addresses["nfs-01"]
+    export = f"{plab.export_root}/raspbian"
     rw_mount = f"mount -t nfs -o vers=4.1,rw {server}:{export} /mnt/probe"
-    probe = lab.ssh("pi-02", f"mkdir -p /mnt/probe && {rw_mount} && "
-                    f"touch /mnt/probe/versions/{lab.version}/x; rc=$?; "
+    probe = plab.ssh("pi-02", f"mkdir -p /mnt/probe && {rw_mount} && "
+                    f"touch /mnt/probe/versions/{plab.version}/x; rc=$?; "
                     "umount /mnt/probe 2>/dev/null; exit $rc", check=False)  # fmt: skip
     assert probe.returncode != 0
     assert "Read-only" in probe.stderr or "denied" in probe.stderr, probe.stderr
-    conf = lab.ssh("nfs-01", f"cat {GANESHA_CONF}").stdout
+    conf = plab.ssh("nfs-01", f"cat {GANESHA_CONF}").stdout
     assert conf.startswith(HAND_WRITTEN)  # hand-written lines survive byte for byte
     assert "Access_Type = RW" not in conf and "*" not in conf.split(HAND_WRITTEN, 1)[1]
 
 
-def test_switch_version_stops_the_chroot_and_remounts(lab: Lab) -> None:
-    other = _export(lab.export_root, "--keep-host-keys")  # same image, other export options
-    assert other != lab.version
-    _set_current(lab.export_root / "raspbian", lab.version)  # the other boards stay where they are
-    lab.ssh("pi-03", "nohup netroot-chroot /bin/sleep 3000 >/dev/null 2>&1 & sleep 1")
-    inventory = load(lab.inventory)
+def test_switch_version_stops_the_chroot_and_remounts(plab: Lab) -> None:
+    other = _export(plab.export_root, "--keep-host-keys")  # same image, other export options
+    assert other != plab.version
+    _set_current(
+        plab.export_root / "raspbian", plab.version
+    )  # the other boards stay where they are
+    plab.ssh("pi-03", "nohup netroot-chroot /bin/sleep 3000 >/dev/null 2>&1 & sleep 1")
+    inventory = load(plab.inventory)
     t0 = time.monotonic()
     result = provision(inventory, ["pi-03"], versions={"pi-03": other})
     print(f"\n[time] switch pi-03 to another version: {time.monotonic() - t0:.1f} s")
     assert result.exit_code == Exit.OK, result.as_dict()
     assert result.mounted["pi-03"] == other
-    assert lab.ssh("pi-03", "cat /etc/netroot/assigned").stdout.strip() == other
-    assert "sleep 3000" not in lab.ssh("pi-03", "ps -eo args").stdout
+    assert plab.ssh("pi-03", "cat /etc/netroot/assigned").stdout.strip() == other
+    assert "sleep 3000" not in plab.ssh("pi-03", "ps -eo args").stdout
     shown = json.loads(
-        lab.ssh("pi-03", "netroot-chroot /bin/cat /run/netroot/manifest.json").stdout
+        plab.ssh("pi-03", "netroot-chroot /bin/cat /run/netroot/manifest.json").stdout
     )
     assert shown["version"] == other
-    back = provision(inventory, ["pi-03"], versions={"pi-03": lab.version})
-    assert back.mounted["pi-03"] == lab.version
+    back = provision(inventory, ["pi-03"], versions={"pi-03": plab.version})
+    assert back.mounted["pi-03"] == plab.version
 
 
 def test_board_that_is_down_is_unreachable_while_the_others_complete(
-    lab: Lab, tmp_path: Path
+    plab: Lab, tmp_path: Path
 ) -> None:
     # pi-09's address is in the lab network, but no board runs there.
     down = {"ansible_host": "10.77.0.19", "netroot_address": "10.77.0.19"}
-    inventory = _copy_inventory(lab, tmp_path, {"pi-09": down})
+    inventory = _copy_inventory(plab, tmp_path, {"pi-09": down})
     proc = _netroot("provision", "--all", "--json", inventory=inventory)
     assert proc.returncode == Exit.UNREACHABLE, proc.stderr[-2000:]
     result = json.loads(proc.stdout)
