@@ -1,0 +1,114 @@
+"""Property: a docker save archive exports to what a plain model of layer semantics predicts."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from netroot.export import service, sources
+from netroot.export.members import UnsafeMember
+from tests.unit.export.tarbuild import Spec, write_docker_save
+
+Model = dict[str, tuple[str, str]]  # path -> (kind, content or symlink target)
+
+PATHS = st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=3).map("/".join)
+MEMBER = st.one_of(
+    st.builds(lambda p, d: Spec(p, "f", data=d.encode()), PATHS, st.sampled_from(["1", "2"])),
+    st.builds(lambda p: Spec(p, "d"), PATHS),
+    st.builds(lambda p: Spec(p, "l", target="/elsewhere"), PATHS),
+    st.builds(lambda p: Spec(_wh(p)), PATHS),
+    st.builds(lambda p: Spec(p + "/.wh..wh..opq"), PATHS),
+)
+LAYERS = st.lists(st.lists(MEMBER, max_size=6), min_size=1, max_size=3)
+
+
+def _wh(path: str) -> str:
+    head, _, base = path.rpartition("/")
+    return f"{head}/.wh.{base}" if head else f".wh.{base}"
+
+
+def _drop(model: Model, path: str, self_too: bool = True) -> None:
+    for p in [p for p in model if p.startswith(path + "/") or (self_too and p == path)]:
+        del model[p]
+
+
+def predict(layers: list[list[Spec]]) -> Model | None:
+    """The merged tree, or None when some member would write below a non-directory."""
+    model: Model = {}
+    for layer in layers:
+        for s in layer:
+            base = s.name.rpartition("/")[2]
+            head = s.name.rpartition("/")[0]
+            if base == ".wh..wh..opq":
+                if model.get(head, ("d",))[0] == "d" and _reachable(model, head):
+                    _drop(model, head, self_too=False)
+            elif base.startswith(".wh."):
+                target = f"{head}/{base[4:]}" if head else base[4:]
+                if _reachable(model, target):
+                    _drop(model, target)
+        for s in layer:
+            if ".wh." in s.name:
+                continue
+            if not _reachable(model, s.name):
+                return None
+            parts = s.name.split("/")
+            for i in range(1, len(parts)):
+                model.setdefault("/".join(parts[:i]), ("d", ""))
+            old = model.get(s.name)
+            if s.kind == "d":
+                if old is not None and old[0] != "d":
+                    del model[s.name]
+                model[s.name] = ("d", "")
+            else:
+                if old is not None and old[0] == "d":
+                    _drop(model, s.name)
+                model[s.name] = (s.kind, s.data.decode() if s.kind == "f" else s.target)
+    return model
+
+
+def _reachable(model: Model, path: str) -> bool:
+    """No ancestor of `path` is a non-directory."""
+    parts = path.split("/")
+    return all(model.get("/".join(parts[:i]), ("d",))[0] == "d" for i in range(1, len(parts)))
+
+
+def observe(root: Path) -> Model:
+    out: Model = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            full = Path(dirpath, name)
+            rel = str(full.relative_to(root))
+            if full.is_symlink():
+                out[rel] = ("l", os.readlink(full))
+            elif full.is_dir():
+                out[rel] = ("d", "")
+            else:
+                out[rel] = ("f", full.read_text())
+    return out
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(layers=LAYERS)
+def test_layers_match_the_model(
+    tmp_path_factory: pytest.TempPathFactory, layers: list[list[Spec]]
+) -> None:
+    base = tmp_path_factory.mktemp("model")
+    archive = write_docker_save(base / "save.tar", layers, ["m/odel:1"])
+    info = sources.inspect_archive(archive)
+    expected = predict(layers)
+    try:
+        result = service.export(info, lambda w: sources.apply_archive(info, w), base / "r", "m")
+    except UnsafeMember:
+        assert expected is None
+        return
+    assert expected is not None
+    got = observe(base / "r/m/versions" / result.manifest.version)
+    for placeholder in ("etc", "etc/hostname", "etc/resolv.conf"):  # leftovers add these
+        got.pop(placeholder, None)
+    assert got == expected
