@@ -3,27 +3,41 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from netroot.export import service, sources
+from netroot.export import overlay, service, sources
 from netroot.export.members import UnsafeMember
+from netroot.export.writer import Writer
 from tests.unit.export.tarbuild import Spec, write_docker_save
 
 Model = dict[str, tuple[str, str]]  # path -> (kind, content or symlink target)
 
 PATHS = st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=3).map("/".join)
-MEMBER = st.one_of(
-    st.builds(lambda p, d: Spec(p, "f", data=d.encode()), PATHS, st.sampled_from(["1", "2"])),
-    st.builds(lambda p: Spec(p, "d"), PATHS),
-    st.builds(lambda p: Spec(p, "l", target="/elsewhere"), PATHS),
-    st.builds(lambda p: Spec(_wh(p)), PATHS),
-    st.builds(lambda p: Spec(p + "/.wh..wh..opq"), PATHS),
+
+
+def _with_parent(path: str, marker: Spec) -> list[Spec]:
+    # As in a real layer: the directory holding a whiteout or opaque marker is in the layer.
+    head = marker.name.rpartition("/")[0]
+    return ([Spec(head, "d")] if head else []) + [marker]
+
+
+MEMBERS = st.one_of(
+    st.builds(lambda p, d: [Spec(p, "f", data=d.encode())], PATHS, st.sampled_from(["1", "2"])),
+    st.builds(lambda p: [Spec(p, "d")], PATHS),
+    st.builds(lambda p: [Spec(p, "l", target="/elsewhere")], PATHS),
+    st.builds(lambda p: _with_parent(p, Spec(_wh(p))), PATHS),
+    st.builds(lambda p: _with_parent(p, Spec(p + "/.wh..wh..opq")), PATHS),
 )
-LAYERS = st.lists(st.lists(MEMBER, max_size=6), min_size=1, max_size=3)
+LAYERS = st.lists(
+    st.lists(MEMBERS, max_size=6).map(lambda groups: [s for g in groups for s in g]),
+    min_size=1,
+    max_size=3,
+)
 
 
 def _wh(path: str) -> str:
@@ -112,3 +126,74 @@ def test_layers_match_the_model(
     for placeholder in ("etc", "etc/hostname", "etc/resolv.conf"):  # leftovers add these
         got.pop(placeholder, None)
     assert got == expected
+
+
+def _layer_dir(root: Path, layer: list[Spec]) -> None:
+    """The same layer as overlay2 stores it: 0:0 char devices and opaque xattrs."""
+    root.mkdir()
+
+    def clear(p: Path) -> None:
+        if p.is_symlink() or (p.exists() and not p.is_dir()):
+            p.unlink()
+        elif p.is_dir():
+            shutil.rmtree(p)
+
+    def parents(p: Path) -> None:
+        for parent in reversed(p.relative_to(root).parents[:-1] if p != root else []):
+            q = root / parent
+            if q.is_symlink() or (q.exists() and not q.is_dir()):
+                raise ValueError("a parent is not a directory in this layer")
+            q.mkdir(exist_ok=True)
+
+    for s in layer:  # whiteouts first: they only ever hide lower layers
+        head, _, base = s.name.rpartition("/")
+        p = root / head
+        if base == ".wh..wh..opq":
+            parents(p / "x")
+            clear(p) if not p.is_dir() else None
+            p.mkdir(exist_ok=True)
+            os.setxattr(p, "trusted.overlay.opaque", b"y")
+        elif base.startswith(".wh."):
+            parents(p / base[4:])
+            clear(p / base[4:])
+            os.mknod(p / base[4:], 0o020000, os.makedev(0, 0))
+    for s in layer:
+        if ".wh." in s.name:
+            continue
+        p = root / s.name
+        parents(p)
+        if s.kind == "d":
+            if not p.is_dir() or p.is_symlink():
+                clear(p)
+                p.mkdir()
+            continue
+        clear(p)
+        if s.kind == "f":
+            p.write_bytes(s.data)
+        else:
+            os.symlink(s.target, p)
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(layers=LAYERS)
+def test_layer_dirs_path_matches_the_model(
+    tmp_path_factory: pytest.TempPathFactory, layers: list[list[Spec]]
+) -> None:
+    if os.getuid() != 0:
+        pytest.skip("overlay whiteouts are device nodes and opaque marks trusted xattrs")
+    expected = predict(layers)
+    assume(expected is not None)
+    base = tmp_path_factory.mktemp("dirs")
+    dirs = []
+    for i, layer in enumerate(layers):
+        try:
+            _layer_dir(base / f"l{i}", layer)
+        except ValueError:
+            assume(False)  # not representable as a layer dir (tar layers refuse it too)
+        dirs.insert(0, str(base / f"l{i}"))
+    staging = base / "staging"
+    staging.mkdir()
+    overlay.apply_merged(dirs, [f"layer{i}" for i in range(len(layers))], Writer(staging))
+    assert observe(staging) == expected
