@@ -100,6 +100,15 @@ def register(app: typer.Typer) -> None:
                 diff=diff,
                 on_event=reporter,
             )
+        if result.mounted and not check:
+            from netroot.rollout.state import load_state
+
+            # What a board was provisioned with is what it should run from now on (status,
+            # smoke and rollout read this), until a rollout or rollback decides otherwise.
+            state = load_state(inventory.path)
+            for board, version in result.mounted.items():
+                state.board(board).assigned = version
+            state.save()
         summary = result.summary
         if as_json:
             out.json(result.as_dict())
