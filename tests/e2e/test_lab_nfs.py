@@ -24,7 +24,10 @@ pytestmark = pytest.mark.e2e
 IMAGE = "netroot-lab/raspbian:bookworm"
 SERVER = "nfs-01"
 WORK = "/run/netroot-lab-test"  # inside nfs-01: this test's ganesha config, log, pidfile
-MOUNTS = {"4.1": "vers=4.1", "3": "vers=3,proto=tcp,mountport=20048,mountproto=tcp,nolock"}
+MOUNTS = {
+    "4.1": "vers=4.1",
+    "3": "vers=3,proto=tcp,port=2049,mountport=20048,mountproto=tcp,nolock",
+}
 
 
 def _ganesha_conf(version_dir: Path, boards: list[str], only: str) -> str:
@@ -37,7 +40,8 @@ def _ganesha_conf(version_dir: Path, boards: list[str], only: str) -> str:
         )
 
     return (
-        "NFS_CORE_PARAM { mount_path_pseudo = true; Protocols = 3, 4; }\n"
+        "NFS_CORE_PARAM { mount_path_pseudo = true; Protocols = 3, 4; MNT_Port = 20048; }\n"
+        "NFSv4 { Graceless = true; }\n"
         "NFS_KRB5 { Active_krb5 = false; }\n"
         + export(1, "/lab", ", ".join(boards))
         + export(2, "/only-one", only)
@@ -103,7 +107,7 @@ def served(lab: LabHandle) -> Iterator[LabHandle]:
     )
     yield lab
     for board in lab.boards:
-        lab.ssh(board, "umount -R /mnt/netroot-test 2>/dev/null; true", check=False)
+        lab.ssh(board, "umount -R -l /mnt/netroot-test 2>/dev/null; true", check=False)
     _stop_ganesha(lab)
 
 
@@ -131,14 +135,19 @@ def test_board_mounts_exported_version_and_runs_armhf_python_in_chroot(
 ) -> None:
     lab = served
     board = "pi-01" if vers == "4.1" else "pi-03"
-    lab.ssh(board, "umount -R /mnt/netroot-test 2>/dev/null; true", check=False)
+    lab.ssh(board, "umount -R -l /mnt/netroot-test 2>/dev/null; true", check=False)
     t0 = time.monotonic()
     proc = _mount(lab, board, "/lab", vers)
     assert proc.returncode == 0, proc.stderr
     mounted = lab.ssh(board, "grep ' /mnt/netroot-test ' /proc/mounts").stdout
     assert f"{lab.addresses[SERVER]}:/lab" in mounted and " nfs" in mounted
     root = "/mnt/netroot-test"
-    lab.ssh(board, f"for d in dev proc sys; do mount --rbind /$d {root}/$d; done")
+    # rslave: unmounting the chroot's binds must not propagate back to the board's own mounts.
+    lab.ssh(
+        board,
+        f"for d in dev proc sys; do mount --rbind /$d {root}/$d && "
+        f"mount --make-rslave {root}/$d; done",
+    )
     out = lab.ssh(board, f"chroot {root} /usr/bin/python3 -c {shlex.quote(CHROOT_PY)}").stdout
     print(f"\n[time] NFSv{vers} mount + chroot python3 on {board}: {time.monotonic() - t0:.1f} s")
     facts = json.loads(out.strip().splitlines()[-1])
@@ -150,7 +159,7 @@ def test_board_mounts_exported_version_and_runs_armhf_python_in_chroot(
     elf = lab.ssh(board, f"od -An -tx1 -N20 {root}/usr/bin/python3.11").stdout.split()
     assert elf[4] == "01" and elf[18] == "28"  # ELFCLASS32, EM_ARM
     assert lab.ssh(board, f"touch {root}/usr/x", check=False).returncode != 0  # read-only
-    lab.ssh(board, f"umount -R {root}")
+    lab.ssh(board, f"umount -R -l {root}")
 
 
 @pytest.mark.parametrize("vers", ["4.1", "3"])
