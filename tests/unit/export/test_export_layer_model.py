@@ -164,8 +164,11 @@ def _layer_dir(root: Path, layer: list[Spec]) -> None:
         parents(p)
         if s.kind == "d":
             if not p.is_dir() or p.is_symlink():
+                replaced = p.exists() or p.is_symlink()
                 clear(p)
                 p.mkdir()
+                if replaced:  # over a whiteout or a file of this layer: lower content hidden
+                    os.setxattr(p, "trusted.overlay.opaque", b"y")
             continue
         clear(p)
         if s.kind == "f":
@@ -186,7 +189,7 @@ def test_layer_dirs_path_matches_the_model(
     expected = predict(layers)
     assume(expected is not None)
     base = tmp_path_factory.mktemp("dirs")
-    dirs = []
+    dirs: list[str] = []
     for i, layer in enumerate(layers):
         try:
             _layer_dir(base / f"l{i}", layer)
