@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from netroot.run import run
@@ -60,21 +62,25 @@ def wait_all(
     on_ready: Callable[[str, float], None],
     alive: Callable[[str], bool],
 ) -> list[str]:
-    """Poll until every host (name -> address) logs in; returns the names still not ready.
+    """Poll every host (name -> address) at once until it logs in; returns those never ready.
 
-    Stops early for a host whose process died (`alive` false): waiting longer cannot help.
+    One poller per host, so a slow board never delays noticing a fast one. A poller gives up
+    early when its host's process died (`alive` false): waiting longer cannot help.
     """
     start = time.monotonic()
-    pending = dict(hosts)
-    while pending and time.monotonic() - start < timeout:
-        for name, address in list(pending.items()):
+    lock = threading.Lock()
+
+    def poll(name: str, address: str) -> bool:
+        while time.monotonic() - start < timeout:
             if not alive(name):
-                continue
+                return False
             if ssh_banner(address) and ssh_ok(address, key, known_hosts):
-                on_ready(name, time.monotonic() - start)
-                del pending[name]
-        if pending and all(not alive(n) for n in pending):
-            break
-        if pending:
+                with lock:
+                    on_ready(name, time.monotonic() - start)
+                return True
             time.sleep(0.5)
-    return sorted(pending)
+        return False
+
+    with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
+        results = dict(zip(hosts, pool.map(poll, hosts.keys(), hosts.values()), strict=True))
+    return sorted(name for name, ok in results.items() if not ok)
