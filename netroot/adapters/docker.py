@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import IO, Any
@@ -81,14 +82,45 @@ class _ChunkReader(io.RawIOBase):
         return n
 
 
+def _alive(pid: str) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale(c: Any) -> list[str]:
+    """Remove export containers whose netroot process is gone (killed with -9, say)."""
+    import docker
+
+    host = socket.gethostname()
+    removed = []
+    for container in c.containers.list(all=True, filters={"label": "netroot=export"}):
+        labels = container.labels or {}
+        if labels.get("netroot.host") == host and not _alive(labels.get("netroot.pid", "")):
+            with suppress(docker.errors.DockerException):
+                container.remove(force=True)
+                removed.append(container.id)
+    return removed
+
+
 @contextmanager
 def created(c: Any, image_id: str) -> Iterator[Any]:
     """A container created (never started) from a local image, removed afterwards."""
     import docker
 
+    remove_stale(c)
+    labels = {
+        "netroot": "export",
+        "netroot.pid": str(os.getpid()),
+        "netroot.host": socket.gethostname(),
+    }
     try:
         container = c.containers.create(
-            image_id, command=PLACEHOLDER_CMD, network_disabled=True, labels={"netroot": "export"}
+            image_id, command=PLACEHOLDER_CMD, network_disabled=True, labels=labels
         )
     except docker.errors.ImageNotFound:
         raise UsageError(f"image {image_id} vanished from the local engine") from None

@@ -67,7 +67,7 @@ def state(root: Path) -> tuple[str, list[str]]:
 
 @pytest.mark.parametrize("after_files", [20, 3000, 7000])
 def test_kill9_mid_export_keeps_current(
-    images: Path, bulk_image: str, tmp_path: Path, after_files: int
+    images: Path, bulk_image: str, docker_client: Any, tmp_path: Path, after_files: int
 ) -> None:
     root = tmp_path / "root"
     first = export(dockerkit.FIDELITY, root, tmp_path)
@@ -99,8 +99,12 @@ def test_kill9_mid_export_keeps_current(
         proc.wait()
     if killed:
         assert state(root) == before == (f"versions/{vid}", [vid, f"{vid}.json"])
-    # The next run cleans the stale staging dir and completes.
+    # The next run cleans the stale staging dir and the killed run's container, and completes.
     again = export(bulk_image, root, tmp_path)
+    leftover = docker_client.containers.list(
+        all=True, filters={"label": ["netroot=export", f"netroot.pid={proc.pid}"]}
+    )
+    assert leftover == []
     assert again.returncode == 0, again.stderr
     new = json.loads(again.stdout)["version"]
     assert state(root)[0] == f"versions/{new}"
