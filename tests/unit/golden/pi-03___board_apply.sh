@@ -8,6 +8,12 @@ SET_HOSTNAME=1
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export SYSTEMD_COLORS=0 SYSTEMD_PAGER=
 
+# One provision at a time per board: a second run's `systemctl restart` would cancel the first
+# one's start job (SIGTERM to netroot-mount halfway through a switch).
+mkdir -p /run/netroot
+exec 9>/run/netroot/.provision.lock
+flock -w 600 9 || { echo "netroot: another provision of this board holds /run/netroot/.provision.lock" >&2; exit 1; }
+
 changed() { echo "changed: $*"; }
 fail() { echo "netroot: $*" >&2; exit 1; }
 
@@ -55,7 +61,7 @@ if [ ! -x /sbin/mount.nfs ] && [ ! -x /usr/sbin/mount.nfs ]; then
         fail "$NAME: mount.nfs is missing and cannot be installed here (no apt-get, or netroot_board_install_packages is false): install nfs-common"
     fi
 fi
-for tool in mountpoint timeout chroot systemctl base64 cmp; do
+for tool in mountpoint timeout chroot systemctl base64 cmp flock; do
     command -v "$tool" >/dev/null || fail "$NAME: $tool is missing on the board"
 done
 
@@ -96,7 +102,7 @@ if [ "$mounted_before" = "$VERSION" ] && [ "$scripts" = 0 ] && systemctl is-acti
     :
 else
     if ! systemctl restart netroot-mount.service 2>/dev/null; then
-        journalctl -u netroot-mount.service -n 12 --no-pager -o cat 2>/dev/null | grep 'netroot-mount' >&2
+        journalctl -u netroot-mount.service -n 25 --no-pager -o cat 2>/dev/null | grep 'netroot-mount' >&2
         fail "$NAME: netroot-mount.service failed to mount $VERSION (journalctl -u netroot-mount)"
     fi
     changed "mounted $VERSION (was: ${mounted_before:-nothing})"
