@@ -25,7 +25,9 @@ def rootfs(recipe: Recipe, cache: Path, report: Report) -> Path:
     # mmdebstrap's own temp dir must be ours (and on a disk, not a small tmpfs).
     tmpdir = cache / "tmp"
     tmpdir.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
+    partial = path.with_name(path.stem + ".partial.tar")
+    if partial.is_dir():
+        shutil.rmtree(partial)
     partial.unlink(missing_ok=True)
     env = {**os.environ, "TMPDIR": str(tmpdir)}
     run(recipe.argv(str(partial)), env=env, hint=MMDEBSTRAP_HINT)

@@ -42,7 +42,9 @@ class Recipe:
 
     def argv(self, output: str) -> list[str]:
         """The mmdebstrap command line that writes this tree to `output`."""
-        argv = ["mmdebstrap", "--quiet", f"--arch={self.arch}", f"--variant={self.variant}"]
+        # --format: never guessed from the file name (a temporary name would make a directory).
+        argv = ["mmdebstrap", "--quiet", "--format=tar", f"--arch={self.arch}"]
+        argv.append(f"--variant={self.variant}")
         argv += [f"--dpkgopt={opt}" for opt in self.dpkg_opts]
         if self.packages:
             argv.append("--include=" + ",".join(self.packages))

@@ -100,7 +100,13 @@ def test_recipe_key_changes_with_packages_and_argv_is_mmdebstrap() -> None:
     b = recipes.Recipe("x", "armhf", "minbase", ("python3", "python3-numpy"))
     assert a.key != b.key and a.filename != b.filename
     argv = b.argv("/out.tar")
-    assert argv[:4] == ["mmdebstrap", "--quiet", "--arch=armhf", "--variant=minbase"]
+    assert argv[:5] == [
+        "mmdebstrap",
+        "--quiet",
+        "--format=tar",
+        "--arch=armhf",
+        "--variant=minbase",
+    ]
     assert "--include=python3,python3-numpy" in argv
     assert argv[-3:] == ["bookworm", "/out.tar", recipes.MIRROR]
 
