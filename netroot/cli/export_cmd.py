@@ -41,11 +41,20 @@ def _root(app: AppContext, root: Path | None) -> Path:
 
 
 def _protected(app: AppContext, name: str) -> set[str]:
-    """Versions that boards are pinned to in the inventory (never pruned)."""
+    """Versions a board of NAME is pinned to, assigned to, or last ran green (never pruned)."""
+    from netroot.rollout.state import load_state
+
     inv = _inventory_or_none(app)
     if inv is None:
         return set()
-    return {b.version for b in inv.boards.values() if b.version and b.image == name}
+    boards = [b for b in inv.boards.values() if b.image == name]
+    protected = {b.version for b in boards if b.version}
+    state = load_state(inv.path)
+    for board in boards:
+        st = state.boards.get(board.name)
+        if st is not None:
+            protected |= {v for v in (st.assigned, st.last_good) if v}
+    return protected
 
 
 @contextmanager
@@ -233,7 +242,7 @@ def prune(
     root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
-    """Remove all but the newest N versions (never current, never a board's pinned one)."""
+    """Remove all but the newest N versions (never current, nor any a board is assigned)."""
     from netroot.export import service
 
     app = get(ctx)
