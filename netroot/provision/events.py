@@ -183,6 +183,14 @@ class Summary:
             text = _diff_text(diff) if isinstance(diff, Mapping) else ""
             if text.strip():
                 self.changes.append(Change(host, task, text))
+        # The board role's raw script prints `diff -u` output itself (--diff): keep those hunks.
+        stdout = res.get("stdout")
+        if not items and isinstance(stdout, str) and "\n+++ " in stdout:
+            lines = stdout.splitlines(keepends=True)
+            start = next((i for i, line in enumerate(lines) if line.startswith("--- ")), None)
+            if start is not None:
+                hunks = [line for line in lines[start:] if not line.startswith("changed: ")]
+                self.changes.append(Change(host, task, "".join(hunks)))
 
     def _apply_stats(self, data: Mapping[str, Any]) -> None:
         # Ansible's own recap is the authority (it knows about rescued blocks, for instance).

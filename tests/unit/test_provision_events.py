@@ -100,3 +100,23 @@ def test_ignored_and_rescued_failures_are_not_the_outcome() -> None:
         {"event": "playbook_on_stats", "event_data": {"ok": {"h": 3}, "rescued": {"h": 1}}}
     )
     assert summary.failures == [] and summary.exit_code == Exit.OK
+
+
+def test_diff_printed_by_the_board_script_is_collected() -> None:
+    stdout = (
+        "--- /etc/netroot/assigned (before)\n+++ /etc/netroot/assigned (after)\n"
+        "@@ -1 +1 @@\n-aaaa\n+bbbb\nchanged: /etc/netroot/assigned (check mode: not written)\n"
+    )
+    summary = Summary()
+    summary.apply(
+        {
+            "event": "runner_on_ok",
+            "event_data": {
+                "host": "pi-01",
+                "task": "Install",
+                "res": {"changed": True, "stdout": stdout},
+            },
+        }
+    )
+    [change] = summary.changes
+    assert "+bbbb" in change.diff and "changed:" not in change.diff
