@@ -31,7 +31,9 @@ from tests.e2e.helpers import BASE_IMAGE, NETROOT, export, netroot, variant_imag
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skip(reason="depends on netroot smoke passing on the lab (issue 5), never run green yet; see the issue 6 note"),
+    pytest.mark.skip(
+        reason="needs netroot smoke green on the lab (issue 5); never run green yet"
+    ),
 ]
 
 FAST = ("--qpu", "skip", "--yes")

@@ -20,7 +20,9 @@ from tests.e2e.helpers import BASE_IMAGE, export, netroot, netroot_json
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skip(reason="netroot smoke on the lab fails a built-in check (rc 3) - not yet debugged; see the issue 5 note"),
+    pytest.mark.skip(
+        reason="netroot smoke on the lab fails a built-in check (rc 3); not yet debugged"
+    ),
 ]
 
 
