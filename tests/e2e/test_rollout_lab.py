@@ -31,9 +31,7 @@ from tests.e2e.helpers import BASE_IMAGE, NETROOT, export, netroot, variant_imag
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skip(
-        reason="needs netroot smoke green on the lab (issue 5); never run green yet"
-    ),
+    pytest.mark.skip(reason="needs netroot smoke green on the lab (issue 5); never run green yet"),
 ]
 
 FAST = ("--qpu", "skip", "--yes")
