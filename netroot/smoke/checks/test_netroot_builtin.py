@@ -98,7 +98,8 @@ def test_identity_is_the_boards(host: Any, board: BoardShell) -> None:
 
 def test_resolver(host: Any, board: BoardShell) -> None:
     inside = host.run("/bin/cat /etc/resolv.conf").stdout
-    assert inside == board.run("cat /etc/resolv.conf").stdout, "resolv.conf is not the board's"
+    outside = board.run("cat /etc/resolv.conf").stdout.decode()
+    assert inside == outside, "resolv.conf is not the board's"
     code = "import socket; print(socket.getaddrinfo('localhost', 22)[0][4][0])"
     assert host.run(f'/usr/bin/python3 -c "{code}"').rc == 0, "name resolution fails"
 
