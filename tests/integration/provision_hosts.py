@@ -1,6 +1,6 @@
 """Real sshd hosts for the provision integration tests, inside a network namespace we create.
 
-A namespace `nrp-<pid>` with a veth pair (host 10.78.<n>.1, namespace 10.78.<n>.2, /24): sshd
+A namespace `nrp-<random>` with a veth pair (host 10.78.<n>.1, namespace 10.78.<n>.2, /24): sshd
 and rpcbind run inside it (rpcbind listens on 0.0.0.0, so never in the host's namespace), and
 Ansible connects from the host to 10.78.<n>.2. Only addresses this helper created are used.
 Everything is stopped by PID and the namespace deleted at teardown.
@@ -9,6 +9,7 @@ Everything is stopped by PID and the namespace deleted at teardown.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -63,7 +64,24 @@ def available() -> str:
 
 
 def _sh(*argv: str) -> None:
-    subprocess.run(argv, check=True, capture_output=True)
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: exit {done.returncode}: {done.stderr.strip()}")
+
+
+def _free_names() -> tuple[int, str, str]:
+    """A subnet index, namespace and veth name that nothing on this host uses yet."""
+    taken = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    spaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True).stdout
+    for _ in range(200):
+        token = secrets.token_hex(3)
+        n = int(token, 16) % 200 + 20
+        netns, veth = f"nrp-{token}", f"nrp{token}"
+        if veth in taken or netns in spaces or f"10.78.{n}." in routes:
+            continue
+        return n, netns, veth
+    raise RuntimeError("no free 10.78.x subnet / namespace name for the test host")
 
 
 def _wait_port(host: NetnsHost, port: int) -> None:
@@ -91,8 +109,7 @@ def _stop(pid_file: Path) -> None:
 @contextmanager
 def netns_host(workdir: Path) -> Iterator[NetnsHost]:
     """A namespace with sshd (root, key only, host key pinned) and rpcbind running."""
-    n = os.getpid() % 200 + 20
-    netns, veth = f"nrp-{os.getpid()}", f"nrp{os.getpid()}"
+    n, netns, veth = _free_names()
     host = NetnsHost(
         netns, f"10.78.{n}.1", f"10.78.{n}.2", f"10.78.{n}.9", workdir,
         workdir / "id_ed25519", workdir / "known_hosts",
