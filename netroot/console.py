@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 
 @dataclass
@@ -27,18 +29,19 @@ class Output:
         default_factory=lambda: Console(no_color="NO_COLOR" in os.environ, soft_wrap=True)
     )
 
-    def info(self, message: str) -> None:
+    def info(self, message: str, *, markup: bool = False) -> None:
+        """A message on stderr; its text is never read as rich markup unless markup=True."""
         if self.verbosity >= 0:
-            self.err.print(message, highlight=False)
+            self.err.print(message, highlight=False, markup=markup)
 
     def debug(self, message: str) -> None:
         if self.verbosity >= 1:
-            self.err.print(f"[dim]{message}[/dim]", highlight=False)
+            self.err.print(Text(message, style="dim"), highlight=False)
 
     def error(self, message: str, hint: str = "") -> None:
-        self.err.print(f"[bold red]error:[/bold red] {message}", highlight=False)
+        self.err.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False)
         if hint:
-            self.err.print(f"[yellow]hint:[/yellow] {hint}", highlight=False)
+            self.err.print(f"[yellow]hint:[/yellow] {escape(hint)}", highlight=False)
 
     def json(self, data: Any) -> None:
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
@@ -49,7 +52,7 @@ class Output:
         for col in columns:
             table.add_column(col)
         for row in rows:
-            table.add_row(*(str(c) for c in row))
+            table.add_row(*(c if isinstance(c, Text) else Text(str(c)) for c in row))
         self.out.print(table)
 
     @property

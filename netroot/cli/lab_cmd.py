@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from netroot.cli import context
 from netroot.errors import Exit
@@ -38,7 +39,7 @@ def up_cmd(
     app, t0 = _reporter(ctx)
 
     def report(msg: str) -> None:
-        app.out.info(f"[cyan]{time.monotonic() - t0:6.1f}s[/cyan] {msg}")
+        app.out.info(f"[cyan]{time.monotonic() - t0:6.1f}s[/cyan] {escape(msg)}", markup=True)
 
     plan = service.up(boards, report, fresh=fresh, export_root=export_root, boot=boot)
     app.out.info(f"inventory: {plan.lab_dir / 'inventory.yml'}")
@@ -86,7 +87,10 @@ def down_cmd(
 
     app, t0 = _reporter(ctx)
     stopped = service.down(
-        save=save, report=lambda m: app.out.info(f"[cyan]{time.monotonic() - t0:6.1f}s[/cyan] {m}")
+        save=save,
+        report=lambda m: app.out.info(
+            f"[cyan]{time.monotonic() - t0:6.1f}s[/cyan] {escape(m)}", markup=True
+        ),
     )
     app.out.info("lab down" + ("" if stopped else ": nothing was running"))
 
@@ -102,14 +106,15 @@ def doctor_cmd(ctx: typer.Context) -> None:
     for req in doctor.REQUIREMENTS:
         ok = req not in gone
         mark = "[green]     ok[/green]" if ok else "[red]missing[/red]"
-        app.out.info(f"{mark} {req.what} ({req.package}: {req.why})")
+        app.out.info(f"{mark} {escape(f'{req.what} ({req.package}: {req.why})')}", markup=True)
     docker_ok = (
         doctor.tool_present("docker") and run(["docker", "info"], check=False).returncode == 0
     )
     checks = doctor.system_checks(docker_ok)
     for check in checks:
         mark = "[green]     ok[/green]" if check.ok else "[red]     no[/red]"
-        app.out.info(f"{mark} {check.name}" + ("" if check.ok else f" -> {check.hint}"))
+        text = check.name + ("" if check.ok else f" -> {check.hint}")
+        app.out.info(f"{mark} {escape(text)}", markup=True)
     if gone:
         app.out.error("missing packages", doctor.apt_command(gone))
     if gone or not all(c.ok for c in checks):

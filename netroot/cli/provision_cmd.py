@@ -8,6 +8,7 @@ from typing import Any
 import typer
 from rich.console import Group
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -27,8 +28,8 @@ HELP = (
 
 def _live_view(summary: Summary) -> Group:
     progress = summary.progress
-    head = Text.from_markup(
-        f"[bold]{progress.play}[/bold] > {progress.task} [dim]({progress.tasks_started})[/dim]"
+    head = Text.assemble(
+        (progress.play, "bold"), f" > {progress.task} ", (f"({progress.tasks_started})", "dim")
     )
     table = Table.grid(padding=(0, 2))
     for host, last in sorted(progress.last.items()):
@@ -69,8 +70,9 @@ class _Reporter:
         if kind in ("runner_on_failed", "runner_on_unreachable") and summary.failures:
             failure = summary.failures[-1]
             if not (event.get("event_data") or {}).get("ignore_errors"):
+                detail = escape(f"{failure.task}: {failure.message}")
                 self.out.err.print(
-                    f"[red]{failure.host}[/red]: {failure.task}: {failure.message}",
+                    f"[red]{escape(failure.host)}[/red]: {detail}",
                     highlight=False,
                     markup=True,
                 )

@@ -79,7 +79,7 @@ class _Collector:
                 message = str(report.longrepr[2])
             elif report.failed:
                 message = _short(report)
-            name = getattr(item, "originalname", item.name)
+            name = _check_name(item, board)
             self.results.append(
                 {
                     "board": board,
@@ -93,6 +93,22 @@ class _Collector:
 
     def pytest_sessionfinish(self) -> None:
         self.path.write_text(json.dumps(self.results, indent=2))
+
+
+def _check_name(item: pytest.Item, board: str) -> str:
+    """The check's name with its own parameters but not testinfra's host one:
+    test_pseudo_filesystems[/dev] for test_pseudo_filesystems[pi-02-/dev]."""
+    name = getattr(item, "originalname", item.name)
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return name
+    ident = str(callspec.id)
+    for host_part in (f"{board}-", f"-{board}"):
+        if ident.startswith(host_part) and host_part[-1] == "-":
+            ident = ident[len(host_part) :]
+        elif ident.endswith(host_part) and host_part[0] == "-":
+            ident = ident[: -len(host_part)]
+    return name if ident in ("", board) else f"{name}[{ident}]"
 
 
 _STATUS = {"passed": "pass", "failed": "fail", "skipped": "skip"}

@@ -70,10 +70,20 @@ def test_writable_layer_is_the_boards(host: Any, board: BoardShell) -> None:
 
 
 @pytest.mark.parametrize(
-    "path,kind", [("/dev/null", "c"), ("/proc/self/stat", "f"), ("/sys/kernel", "d")]
+    "path,probe,kind",
+    [("/dev", "/dev/null", "c"), ("/proc", "/proc/self/stat", "f"), ("/sys", "/sys/kernel", "d")],
+    ids=["/dev", "/proc", "/sys"],
 )
-def test_pseudo_filesystems(host: Any, path: str, kind: str) -> None:
-    assert host.run(f"test -{kind} {path}").rc == 0, f"{path} missing in the chroot"
+def test_pseudo_filesystems(host: Any, path: str, probe: str, kind: str) -> None:
+    assert host.run(f"test -{kind} {probe}").rc == 0, f"{probe} missing in the chroot"
+    if not hasattr(host.backend, "run_on_board"):
+        return  # another testinfra backend: no board outside to compare with
+    # Bound from the board (same filesystem as the board's own), not the image's static nodes:
+    # container images ship a /dev with null, zero, ... that hides a missing bind.
+    inside = host.run(f"stat -c %d {path}").stdout.strip()
+    outside = BoardShell(host.backend).run(f"stat -c %d {path}").stdout.decode().strip()
+    hint = "run netroot-mount on the board"
+    assert inside == outside, f"{path} in the chroot is not the board's {path} (not bound); {hint}"
 
 
 def test_armhf_userspace(host: Any) -> None:
