@@ -3,13 +3,19 @@
 One fresh private data dir per run under state_dir()/provision/runs/ (runner would otherwise
 re-read a previous run's env/extravars), the playbooks used in place as the project dir, and
 the project's ansible.cfg. The last runs are kept for debugging (artifacts/, job events).
+
+Ctrl-C: ansible-runner would catch SIGINT itself and report the run as merely "canceled",
+which callers would take for a failed play (a rollout then rolled the board back instead of
+stopping). Here SIGINT cancels the playbook cleanly and then raises KeyboardInterrupt.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -73,7 +79,36 @@ def run_playbook(
         on_event(event)
         return True  # keep it in the artifacts too
 
-    runner = ansible_runner.run(
+    interrupted = threading.Event()
+    previous: Any = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, lambda _sig, _frame: interrupted.set())
+    try:
+        runner = _run(ansible_runner, run_dir, playbooks, plan, handler, path, interrupted)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    if interrupted.is_set():
+        raise KeyboardInterrupt
+    stdout = ""
+    stdout_file = Path(runner.config.artifact_dir) / "stdout"
+    if stdout_file.exists():
+        stdout = "\n".join(stdout_file.read_text(errors="replace").splitlines()[-15:])
+    return RunOutcome(
+        str(runner.status), int(runner.rc if runner.rc is not None else 1), run_dir, stdout
+    )
+
+
+def _run(
+    ansible_runner: Any,
+    run_dir: Path,
+    playbooks: Path,
+    plan: RunPlan,
+    handler: Callable[[Mapping[str, Any]], bool],
+    path: str,
+    interrupted: threading.Event,
+) -> Any:
+    return ansible_runner.run(
         private_data_dir=str(run_dir),
         project_dir=str(playbooks),
         playbook=plan.playbook,
@@ -93,11 +128,5 @@ def run_playbook(
             "PATH": path,
         },
         settings={"suppress_ansible_output": True},
-    )
-    stdout = ""
-    stdout_file = Path(runner.config.artifact_dir) / "stdout"
-    if stdout_file.exists():
-        stdout = "\n".join(stdout_file.read_text(errors="replace").splitlines()[-15:])
-    return RunOutcome(
-        str(runner.status), int(runner.rc if runner.rc is not None else 1), run_dir, stdout
+        cancel_callback=interrupted.is_set,
     )

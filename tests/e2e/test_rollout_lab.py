@@ -29,10 +29,7 @@ from netroot.rollout.state import load_state, state_path
 from tests.e2e.conftest import LabHandle
 from tests.e2e.helpers import BASE_IMAGE, NETROOT, export, netroot, variant_image
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skip(reason="needs netroot smoke green on the lab (issue 5); never run green yet"),
-]
+pytestmark = pytest.mark.e2e
 
 FAST = ("--qpu", "skip", "--yes")
 
