@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from netroot.cli.context import AppContext, get
-from netroot.errors import Exit, NetrootError
+from netroot.errors import Exit, NetrootError, UsageError
+
+if TYPE_CHECKING:
+    from netroot.export.manifest import Layout
 
 DEFAULT_ROOT = Path("/srv/netroot")
 ROOT_HELP = (
@@ -161,6 +164,19 @@ def export(
     app.out.table(f"export {name}", ["field", "value"], rows)
 
 
+def _existing(app: AppContext, root: Path | None, name: str) -> Layout:
+    """The layout of an export name that exists; a usage error naming it otherwise."""
+    from netroot.export.manifest import Layout, check_name
+
+    layout = Layout(_root(app, root), check_name(name))
+    if not layout.versions.is_dir():
+        raise UsageError(
+            f"no export named {name!r} under {layout.root}",
+            "export one with `netroot export SOURCE --name NAME`, or pass --root",
+        )
+    return layout
+
+
 def versions(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Export name."),
@@ -169,10 +185,9 @@ def versions(
 ) -> None:
     """The versions of NAME, oldest first, and which one is current."""
     from netroot.export import service
-    from netroot.export.manifest import Layout, check_name
 
     app = get(ctx)
-    layout = Layout(_root(app, root), check_name(name))
+    layout = _existing(app, root, name)
     found = service.list_versions(layout)
     current = service.current_id(layout)
     if as_json:
@@ -246,7 +261,8 @@ def prune(
     from netroot.export import service
 
     app = get(ctx)
-    removed = service.prune(_root(app, root), name, keep, _protected(app, name))
+    layout = _existing(app, root, name)
+    removed = service.prune(layout.root, name, keep, _protected(app, name))
     if as_json:
         app.out.json({"name": name, "removed": removed})
     else:
@@ -258,4 +274,4 @@ def register(app: typer.Typer) -> None:
     app.command(epilog=EXPORT_EPILOG)(export)
     app.command(epilog="Exit codes: 0 ok, 2 unknown name.")(versions)
     app.command(epilog="Exit codes: 0 tree matches, 3 paths differ, 2 unknown version.")(verify)
-    app.command(epilog="Exit codes: 0 ok, 1 failed, 2 bad input.")(prune)
+    app.command(epilog="Exit codes: 0 ok, 1 failed, 2 bad input or unknown name.")(prune)

@@ -11,6 +11,7 @@ import gzip
 import hashlib
 import json
 import lzma
+import re
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,8 +69,13 @@ def _open_tar(path: Path) -> tarfile.TarFile:
     try:
         return tarfile.open(path, mode="r:*")
     except (tarfile.ReadError, tarfile.CompressionError) as exc:
+        # tarfile's "r:*" error lists every method it tried, one per line: keep the plain
+        # tar reader's reason (the last line, "- method tar: ReadError('...'))")
+        last = str(exc).strip().splitlines()[-1]
+        quoted = re.search(r"'([^']*)'\)*$", last)
+        why = quoted.group(1) if quoted else last
         raise UsageError(
-            f"{path}: not a tar archive ({exc})",
+            f"{path}: not a tar archive ({why})",
             "pass a root-filesystem tar, a `docker save` archive, or an image name",
         ) from None
 

@@ -236,6 +236,11 @@ def test_cli_bad_inputs(tmp_path: Path) -> None:
     junk.write_bytes(b"definitely not a tar archive" * 100)
     p = run_cli("export", str(junk), "--root", str(tmp_path / "root"))
     assert p.returncode == 2 and "not a tar" in p.stderr and "hint:" in p.stderr
+    assert p.stderr.splitlines()[0].endswith("junk.tar: not a tar archive (invalid header)")
+    assert len(p.stderr.splitlines()) == 2  # the error on one line, then the hint
+    for cmd in (("versions", "nosuch"), ("prune", "nosuch", "--keep", "1")):
+        p = run_cli(*cmd, "--root", str(tmp_path / "root"))
+        assert p.returncode == 2 and "no export named 'nosuch'" in p.stderr, p.stderr
     ro = tmp_path / "ro"
     ro.mkdir()
     (ro / "file").write_text("a file, not a directory")
