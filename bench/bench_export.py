@@ -6,7 +6,8 @@ Builds two local images (FROM scratch, no registry) of >= 500 MiB that differ on
 top layer, then measures: cold export vs the tar pipe (goal <= 1.1), re-export of the second
 image vs the cold export (goal <= 0.15), and disk used by two versions vs one. A no-op
 export (the same image again) gives the fixed cost of one `netroot export` process (imports,
-engine round trips), reported beside the ratios. Wall and child CPU time are both reported; ratios use the best of --repeat runs (the machine is shared).
+engine round trips), reported beside the ratios. Wall and child CPU time are both reported;
+ratios use the best of --repeat runs (the machine is shared).
 """
 
 from __future__ import annotations

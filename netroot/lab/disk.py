@@ -81,14 +81,25 @@ def build_base(rootfs_tar: Path, kernel: Kernel, cache: Path) -> Path:
     return path
 
 
+def base_identity(base: Path) -> str:
+    """Which build of the base disk this is: a rebuild at the same path is another disk."""
+    st = base.stat()
+    return f"{base} {st.st_ino} {st.st_size} {st.st_mtime_ns}"
+
+
 def overlay(base: Path, disk: Path, fresh: bool) -> None:
-    """A board's own disk: a qcow2 over the base; kept across `lab up` like an SD card."""
-    if disk.exists() and not fresh:
-        info = run(["qemu-img", "info", "--output=json", "-U", disk]).stdout.decode()
-        if str(base) in info:
-            return
+    """A board's own disk: a qcow2 over the base; kept across `lab up` like an SD card.
+
+    The overlay only holds blocks that differ from its backing file, so it is worth keeping
+    only over the very build it was made on (recorded beside it); over a rebuilt base it would
+    read as a corrupt filesystem, and it is made anew (saved state included).
+    """
+    stamp = disk.with_name(disk.name + ".base")
+    if disk.exists() and not fresh and stamp.exists() and stamp.read_text() == base_identity(base):
+        return
     disk.unlink(missing_ok=True)
     run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", base, disk])
+    stamp.write_text(base_identity(base))
 
 
 def seed_tar(files: Mapping[str, tuple[bytes, int]]) -> bytes:
