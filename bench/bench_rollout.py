@@ -25,7 +25,7 @@ NETROOT = [sys.executable, "-m", "netroot"]
 
 def netroot(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1"}
-    proc = subprocess.run([*NETROOT, *args], capture_output=True, text=True, env=env)
+    proc = subprocess.run([*NETROOT, "-q", *args], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         sys.exit(f"netroot {' '.join(args)} failed ({proc.returncode}): {proc.stderr[-800:]}")
     return proc
@@ -45,7 +45,7 @@ def build_b() -> None:
 def timed_rollout(group: str) -> float:
     start = time.monotonic()
     netroot("rollout", IMAGE_B, "--name", "raspbian", "--group", group, "--canary", "0",
-            "--batch", "100%", "--yes", "--qpu", "skip", "-q")  # fmt: skip
+            "--batch", "100%", "--yes", "--qpu", "skip")  # fmt: skip
     return time.monotonic() - start
 
 
@@ -58,10 +58,10 @@ def main() -> None:
     threes: list[float] = []
     for _ in range(args.rounds):
         netroot("rollout", IMAGE_A, "--name", "raspbian", "--group", "boards", "--canary", "0",
-                "--batch", "100%", "--yes", "--qpu", "skip", "-q")  # fmt: skip
+                "--batch", "100%", "--yes", "--qpu", "skip")  # fmt: skip
         ones.append(timed_rollout("pi-01"))
         netroot("rollout", IMAGE_A, "--name", "raspbian", "--group", "boards", "--canary", "0",
-                "--batch", "100%", "--yes", "--qpu", "skip", "-q")  # fmt: skip
+                "--batch", "100%", "--yes", "--qpu", "skip")  # fmt: skip
         threes.append(timed_rollout("boards"))
     one, three = min(ones), min(threes)
     result = {"one_board_s": round(one, 1), "three_boards_s": round(three, 1),
