@@ -65,12 +65,7 @@ def smoke(
     if as_json:
         app.out.json(report.to_dict())
     else:
-        rows = []
-        for b in report.boards:
-            if not b.reachable:
-                rows.append([b.board, "reachable", "UNREACHABLE", b.error])
-            for c in b.checks:
-                rows.append([b.board, c.check, c.status.upper(), c.message])
+        rows = [row for b in report.boards for row in b.table_rows()]
         app.out.table("smoke", ["board", "check", "status", "detail"], rows)
         for b in report.boards:
             if b.qpu_summary.get("emulated"):

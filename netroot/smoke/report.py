@@ -36,6 +36,23 @@ class BoardReport:
             return "fail"
         return "pass"
 
+    def table_rows(self) -> list[list[str]]:
+        """Rows for the human table: one per check, except that QPU stages all skipped for a
+        board collapse into one row with the reason (JSON and JUnit keep every stage)."""
+        rows: list[list[str]] = []
+        if not self.reachable:
+            rows.append([self.board, "reachable", "UNREACHABLE", self.error])
+        qpu = [c for c in self.checks if c.source == "qpu"]
+        collapse = len(qpu) > 1 and all(c.status == "skip" for c in qpu)
+        for c in self.checks:
+            if collapse and c.source == "qpu":
+                if c is qpu[0]:
+                    stages = f"{c.check.split()[1]}-{qpu[-1].check.split()[1]}"
+                    rows.append([self.board, f"qpu {stages}", "SKIP", c.message])
+                continue
+            rows.append([self.board, c.check, c.status.upper(), c.message])
+        return rows
+
 
 @dataclass
 class SmokeReport:

@@ -39,3 +39,27 @@ def test_json_and_junit_carry_every_check() -> None:
     failure = suites["pi-02"].find("testcase/failure")
     assert failure is not None and failure.get("message") == "/dev/null missing"
     assert suites["pi-03"].find("testcase/error") is not None
+
+
+def _qpu(board: str, statuses: list[str]) -> list[CheckResult]:
+    why = "no VideoCore IV on this board: no /dev/vcio"
+    return [
+        CheckResult(board, f"qpu S{i} stage {i}", st, why if i < 11 else "nothing to clean up",
+                    source="qpu")
+        for i, st in enumerate(statuses)
+    ]  # fmt: skip
+
+
+def test_table_collapses_qpu_stages_all_skipped_for_the_same_board() -> None:
+    builtin = CheckResult("pi-01", "test_python3_runs", "pass")
+    skipped = BoardReport("pi-01", checks=[builtin, *_qpu("pi-01", ["skip"] * 12)])
+    assert skipped.table_rows() == [
+        ["pi-01", "test_python3_runs", "PASS", ""],
+        ["pi-01", "qpu S0-S11", "SKIP", "no VideoCore IV on this board: no /dev/vcio"],
+    ]
+    ran = BoardReport("pi-01", checks=_qpu("pi-01", ["pass"] * 2 + ["skip"] * 10))
+    assert len(ran.table_rows()) == 12  # a stage that ran keeps every row
+    down = BoardReport("pi-03", reachable=False, error="timed out")
+    assert down.table_rows() == [["pi-03", "reachable", "UNREACHABLE", "timed out"]]
+    whole = SmokeReport([skipped]).to_dict()["boards"][0]["checks"]
+    assert len(whole) == 13  # JSON keeps every stage
