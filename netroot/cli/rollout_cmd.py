@@ -29,23 +29,33 @@ def _confirm(app: AppContext, yes: bool, question: str) -> None:
 
 
 def _seed_current(app: AppContext, boards: list[Any], state: Any) -> dict[str, str | None]:
-    """What each board runs now: its last good version, else what it has mounted."""
+    """What each board runs now, as observed on it (in parallel); its last good version when
+    it cannot be reached. A board whose recorded version is not mounted (rebooted without its
+    mount, a lab resumed before provisioning) is not taken as already there."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from netroot.rollout.status import observe
 
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(boards)))) as pool:
+        observed = dict(zip([b.name for b in boards], pool.map(observe, boards), strict=True))
     current: dict[str, str | None] = {}
     for board in boards:
         st = state.board(board.name)
-        if st.last_good is None:
-            facts, _ = observe(board)
-            if facts is not None and facts.mounted:
-                st.assigned = st.assigned or facts.mounted
-                st.record_good(facts.mounted)  # it ran before netroot's rollout: our fallback
-        current[board.name] = st.last_good
+        facts, _ = observed[board.name]
+        if facts is None:
+            current[board.name] = st.last_good
+            continue
+        if st.last_good is None and facts.mounted:
+            st.assigned = st.assigned or facts.mounted
+            st.record_good(facts.mounted)  # it ran before netroot's rollout: our fallback
+        if facts.mounted != st.last_good:
+            app.out.info(f"{board.name}: has {facts.mounted or 'nothing'} mounted")
+        current[board.name] = facts.mounted
     return current
 
 
 def _results_table(
-    app: AppContext, results: list[Any], as_json: bool, extra: dict[str, Any]
+    app: AppContext, results: list[Any], as_json: bool, extra: dict[str, Any], canary: bool
 ) -> None:
     rows = [
         {
@@ -66,7 +76,7 @@ def _results_table(
         [
             [
                 r["board"],
-                "canary" if r["batch"] == 0 else (r["batch"] if r["batch"] >= 0 else "-"),
+                "-" if r["batch"] < 0 else "canary" if canary and r["batch"] == 0 else r["batch"],
                 r["outcome"],
                 r["version"] or "-",
                 r["message"],
@@ -157,6 +167,7 @@ def rollout(
         result.results,
         as_json,
         {"plan": plan.to_dict(), "stopped": result.stopped, "reason": result.reason},
+        canary=bool(plan.canary),
     )
     if result.stopped:
         app.out.error(f"rollout stopped: {result.reason}")
@@ -198,7 +209,7 @@ def rollback(
         versions[board.name] = want
     _confirm(app, yes, "roll back " + ", ".join(f"{b} to {v}" for b, v in versions.items()) + "?")
     results = run_rollback(state, AnsibleFleet(inv, log=app.out.info), versions, app.out.info)
-    _results_table(app, results, as_json, {})
+    _results_table(app, results, as_json, {}, canary=False)
     if any(r.outcome != "rolled-back" for r in results):
         raise typer.Exit(1)
 

@@ -262,6 +262,11 @@ def up(
         report(
             f"lab up: {len(plan.boards)} boards ssh-ready {time.monotonic() - t0:.1f} s after start"
         )
+        if resumed:  # saved with their mounts stopped, and the server starts with no exports
+            report(
+                "resumed boards have no version mounted until the server is provisioned again: "
+                "`netroot provision boards` (or a rollout) mounts them"
+            )
         return plan
 
 

@@ -71,6 +71,18 @@ def test_rollout_canary_then_batches_of_one(lab: LabHandle, inv: Path) -> None:
     assert all(status[b]["mounted"] == version_b and not status[b]["drift"] for b in status)
 
 
+def test_board_without_its_mount_is_rolled_out_again(lab: LabHandle, inv: Path) -> None:
+    """The state file says pi-03 runs the version; the board says otherwise: the board wins."""
+    should = _status(inv)["pi-03"]["mounted"]
+    lab.ssh("pi-03", "systemctl stop netroot-mount.service")
+    assert _status(inv)["pi-03"]["mounted"] is None
+    rc, result = _rollout(inv, "netroot-lab/raspbian:e2e-b")
+    assert rc == 0, result
+    assert [s["board"] for b in result["plan"]["batches"] for s in b] == ["pi-03"]
+    assert sorted(result["plan"]["unchanged"]) == ["pi-01", "pi-02"]
+    assert _status(inv)["pi-03"]["mounted"] == should
+
+
 def test_failing_smoke_stops_at_budget_and_goes_back(
     lab: LabHandle, inv: Path, tmp_path: Path
 ) -> None:
