@@ -6,7 +6,15 @@ import contextlib
 from pathlib import Path
 
 from netroot.errors import NetrootError
-from netroot.lab.plan import BRIDGE, HOST_ADDRESS, HOST_VETH, NETNS, SERVER_VETH, LabPlan
+from netroot.lab.plan import (
+    BRIDGE,
+    HOST_ADDRESS,
+    HOST_VETH,
+    NETNS,
+    SERVER_VETH,
+    LabPlan,
+    stable_mac,
+)
 from netroot.run import run
 
 IP_HINT = "install iproute2: apt-get install iproute2 (and run as root)"
@@ -59,6 +67,7 @@ def create(plan: LabPlan) -> None:
             NETNS,
         )
         _ip("addr", "add", f"{HOST_ADDRESS}/{plan.prefixlen}", "dev", HOST_VETH)
+        _ip("link", "set", HOST_VETH, "address", stable_mac(HOST_ADDRESS))
     _ip("link", "set", HOST_VETH, "up")
     _ip("link", "set", f"{HOST_VETH}-br", "master", BRIDGE, "up", netns=NETNS)
     for board in plan.boards:
@@ -86,6 +95,7 @@ def attach_container(pid: int, address: str, prefixlen: int) -> None:
     )
     _ip("link", "set", SERVER_VETH, "master", BRIDGE, "up", netns=NETNS)
     nsenter = ["nsenter", "-t", str(pid), "-n", "ip"]
+    run([*nsenter, "link", "set", "eth0", "address", stable_mac(address)], hint=IP_HINT)
     run([*nsenter, "addr", "add", f"{address}/{prefixlen}", "dev", "eth0"], hint=IP_HINT)
     run([*nsenter, "link", "set", "eth0", "up"], hint=IP_HINT)
     run([*nsenter, "link", "set", "lo", "up"], hint=IP_HINT)

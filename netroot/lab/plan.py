@@ -63,6 +63,15 @@ class LabPlan:
         return self.lab_dir / "server"
 
 
+def stable_mac(address: str) -> str:
+    """The lab's MAC for a lab address: fixed, so a board resumed from a saved state (whose ARP
+    cache still holds it) reaches a recreated server or host veth at once. A new random MAC on
+    each `lab up` left resumed boards sending NFS to a dead MAC until the entry aged out: a
+    first NFSv4.1 mount after a resume could hang for over 120 s."""
+    host = int(ipaddress.ip_address(address)) - int(SUBNET.network_address)
+    return f"52:54:00:77:00:{host:02x}"
+
+
 def board_plan(index: int) -> BoardPlan:
     """Board `index` (1-based): pi-NN at 10.77.0.(10+N), a stable locally administered MAC."""
     if not 1 <= index <= MAX_BOARDS:
@@ -72,7 +81,7 @@ def board_plan(index: int) -> BoardPlan:
         index=index,
         name=f"pi-{index:02d}",
         address=str(SUBNET.network_address + host),
-        mac=f"52:54:00:77:00:{host:02x}",
+        mac=stable_mac(str(SUBNET.network_address + host)),
         tap=f"nrtap{index}",
     )
 

@@ -315,10 +315,11 @@ def healthy(lab_status: state.LabStatus) -> bool:
 
 
 # What a clean shutdown does before power-off: network filesystems go first (the server is
-# removed with the lab, so a saved state must not hold mounts of it).
+# removed with the lab, so a saved state must not hold mounts of it), and the ARP cache is
+# emptied (a resumed board must ask for the server's address, not trust a saved answer).
 QUIESCE = (
     "systemctl stop netroot-mount.service 2>/dev/null; "
-    "umount -a -l -t overlay,nfs,nfs4 2>/dev/null; sync; true"
+    "umount -a -l -t overlay,nfs,nfs4 2>/dev/null; ip neigh flush all 2>/dev/null; sync; true"
 )
 
 

@@ -76,3 +76,16 @@ def test_kernel_cmdline_gives_the_initramfs_the_board_address() -> None:
 
     assert "netroot.ip=10.77.0.12/24" in kernel_cmdline(board_plan(2)).split()
     assert "console=ttyAMA0" in kernel_cmdline(board_plan(2)).split()
+
+
+def test_lab_macs_are_stable_per_address() -> None:
+    # A resumed board keeps its ARP cache: the server and host ends must not change MAC.
+    from netroot.lab.plan import stable_mac
+
+    assert stable_mac("10.77.0.1") == "52:54:00:77:00:01"
+    assert stable_mac("10.77.0.2") == "52:54:00:77:00:02"
+    assert board_plan(1).mac == "52:54:00:77:00:0b" == stable_mac(board_plan(1).address)
+    macs = {stable_mac("10.77.0.1"), stable_mac("10.77.0.2")} | {
+        board_plan(i).mac for i in range(1, 4)
+    }
+    assert len(macs) == 5
