@@ -47,6 +47,11 @@ def build_b() -> None:
         )  # fmt: skip
 
 
+def back_on_a() -> None:
+    netroot("rollout", IMAGE_A, "--name", "raspbian", "--group", "boards", "--canary", "0",
+            "--batch", "100%", "--yes", "--qpu", "skip")  # fmt: skip
+
+
 def timed_rollout(group: str) -> float:
     start = time.monotonic()
     netroot("rollout", IMAGE_B, "--name", "raspbian", "--group", group, "--canary", "0",
@@ -90,11 +95,9 @@ def main() -> None:
     job_ones: list[float] = []
     job_threes: list[float] = []
     for _ in range(args.rounds):
-        netroot("rollout", IMAGE_A, "--name", "raspbian", "--group", "boards", "--canary", "0",
-                "--batch", "100%", "--yes", "--qpu", "skip")  # fmt: skip
+        back_on_a()
         ones.append(timed_rollout("pi-01"))
-        netroot("rollout", IMAGE_A, "--name", "raspbian", "--group", "boards", "--canary", "0",
-                "--batch", "100%", "--yes", "--qpu", "skip")  # fmt: skip
+        back_on_a()
         threes.append(timed_rollout("boards"))
         job_ones.append(board_job(["pi-01"]))
         job_threes.append(board_job(["pi-01", "pi-02", "pi-03"]))

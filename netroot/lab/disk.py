@@ -95,11 +95,12 @@ def overlay(base: Path, disk: Path, fresh: bool) -> None:
     read as a corrupt filesystem, and it is made anew (saved state included).
     """
     stamp = disk.with_name(disk.name + ".base")
-    if disk.exists() and not fresh and stamp.exists() and stamp.read_text() == base_identity(base):
+    identity = base_identity(base)
+    if disk.exists() and not fresh and stamp.exists() and stamp.read_text() == identity:
         return
     disk.unlink(missing_ok=True)
     run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", base, disk])
-    stamp.write_text(base_identity(base))
+    stamp.write_text(identity)
 
 
 def seed_tar(files: Mapping[str, tuple[bytes, int]]) -> bytes:

@@ -76,12 +76,12 @@ def board_plan(index: int) -> BoardPlan:
     """Board `index` (1-based): pi-NN at 10.77.0.(10+N), a stable locally administered MAC."""
     if not 1 <= index <= MAX_BOARDS:
         raise UsageError(f"board number {index} out of range", f"use 1..{MAX_BOARDS}")
-    host = FIRST_BOARD + index - 1
+    address = str(SUBNET.network_address + FIRST_BOARD + index - 1)
     return BoardPlan(
         index=index,
         name=f"pi-{index:02d}",
-        address=str(SUBNET.network_address + host),
-        mac=stable_mac(str(SUBNET.network_address + host)),
+        address=address,
+        mac=stable_mac(address),
         tap=f"nrtap{index}",
     )
 

@@ -10,7 +10,7 @@ import yaml
 from netroot.errors import UsageError
 from netroot.inventory import parse
 from netroot.lab import render
-from netroot.lab.plan import HOST_ADDRESS, SERVER_ADDRESS, board_plan, make_plan
+from netroot.lab.plan import HOST_ADDRESS, SERVER_ADDRESS, board_plan, make_plan, stable_mac
 
 
 def test_boards_get_consecutive_addresses_from_11() -> None:
@@ -80,8 +80,6 @@ def test_kernel_cmdline_gives_the_initramfs_the_board_address() -> None:
 
 def test_lab_macs_are_stable_per_address() -> None:
     # A resumed board keeps its ARP cache: the server and host ends must not change MAC.
-    from netroot.lab.plan import stable_mac
-
     assert stable_mac("10.77.0.1") == "52:54:00:77:00:01"
     assert stable_mac("10.77.0.2") == "52:54:00:77:00:02"
     assert board_plan(1).mac == "52:54:00:77:00:0b" == stable_mac(board_plan(1).address)
