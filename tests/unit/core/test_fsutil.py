@@ -19,15 +19,17 @@ def test_atomic_write_replaces_and_sets_mode(tmp_path: Path) -> None:
     assert os.listdir(target.parent) == ["state.json"]
 
 
-def test_atomic_write_failure_keeps_old_content(tmp_path: Path) -> None:
+def test_atomic_write_failure_keeps_old_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = tmp_path / "state.json"
     atomic_write(target, "old")
 
-    class Boom(str):
-        def encode(self, *args: object, **kwargs: object) -> bytes:
-            raise RuntimeError("boom")
+    def refuse(src: str, dst: object) -> None:
+        raise OSError(28, "No space left on device")
 
-    with pytest.raises(RuntimeError):
-        atomic_write(target, Boom("new"))
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(OSError):
+        atomic_write(target, "new")
     assert target.read_text() == "old"
     assert os.listdir(tmp_path) == ["state.json"]
