@@ -11,12 +11,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from netroot.qpu import hazards, kernels
+from netroot.qpu.bootconfig import BootConfig
+from netroot.qpu.modes import check_mode
 
 _HERE = Path(__file__).resolve().parent
 # Dependency order: each module only imports those before it.
-CORE_MODULES = ("layout", "mailbox", "smoke", "smoke_exec", "program")
+CORE_MODULES = (
+    "modes",
+    "bootconfig",
+    "layout",
+    "mailbox",
+    "revision",
+    "smoke",
+    "smoke_exec",
+    "program",
+)
 EMULATE_MODULES = ("emu_decode", "emulator", "fake")
-MODES = ("auto", "require", "skip", "emulate")
 
 _LOADER = """
 import sys as _sys
@@ -41,16 +51,17 @@ def _netroot_load(sources):
 
 def module_names(mode: str) -> tuple[str, ...]:
     """The netroot.qpu modules the program for `mode` carries, in load order."""
-    if mode not in MODES:
-        raise ValueError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
-    extra = EMULATE_MODULES if mode == "emulate" else ()
-    return (*CORE_MODULES[:2], *extra, *CORE_MODULES[2:])
+    extra = EMULATE_MODULES if check_mode(mode) == "emulate" else ()
+    return (*CORE_MODULES[:4], *extra, *CORE_MODULES[4:])
 
 
-def build_program(mode: str, scenario: str = "healthy") -> str:
+def build_program(
+    mode: str, scenario: str = "healthy", boot_config: BootConfig | None = None
+) -> str:
     """One Python 3 source (stdlib only) that runs the QPU smoke test in `mode`.
 
-    `scenario` picks the fake board of emulate mode (tests use the failure scenarios).
+    `scenario` picks the fake board of emulate mode (tests use the failure scenarios);
+    `boot_config` is the board's config.txt as the host read it outside the chroot (S3 quotes it).
     """
     names = module_names(mode)
     sources = [(f"netroot.qpu.{n}", (_HERE / f"{n}.py").read_text()) for n in names]
@@ -70,6 +81,7 @@ def build_program(mode: str, scenario: str = "healthy") -> str:
         f"KERNELS = {{\n{kernel_lines}\n}}",
         "_netroot_load(_SOURCES)",
         "from netroot.qpu import program as _program",
-        f"raise SystemExit(_program.main({mode!r}, KERNELS, {scenario!r}))",
+        f"BOOT_CONFIG = {(boot_config.path, boot_config.text) if boot_config else None!r}",
+        f"raise SystemExit(_program.main({mode!r}, KERNELS, {scenario!r}, BOOT_CONFIG))",
     ]
     return "\n\n".join(parts) + "\n"

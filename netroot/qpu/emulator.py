@@ -2,9 +2,11 @@
 
 Modelled (Reference Guide section 3 and the VPM/VCD chapters): 12 QPUs of 16 lanes, regfiles
 A and B, accumulators r0-r3, Z/N flags, write conditions, small and load immediates, the
-uniforms stream, generic VPM block reads/writes (32-bit horizontal), VCD DMA load (VDR) and
-store (VDW), the mutex, 16 four-bit semaphores, host interrupts, relative branches with three
-delay slots, thread end with two delay slots and bus-address aliases (bus & 0x3FFFFFFF).
+uniforms stream, generic VPM block reads/writes (32-bit horizontal; a read setup written while
+two or more reads of the previous one are pending is ignored, as on the hardware), VCD DMA load
+(VDR) and store (VDW), the mutex, 16 four-bit semaphores, host interrupts (a write of 0 to
+host_int raises none), relative branches with three delay slots, thread end with two delay
+slots and bus-address aliases (bus & 0x3FFFFFFF).
 
 Everything else -- pack/unpack, r4/r5, SFU, TMU, carry flags, rotates, per-element
 immediates, absolute or register branches -- is rejected with EmulatorError, never run as a
@@ -56,6 +58,7 @@ class QpuState:
     zf: tuple[bool, ...] = (False,) * LANES
     nf: tuple[bool, ...] = (False,) * LANES
     vpm_read: tuple[int, int, int] = (0, 1, 0)  # row, stride, reads left
+    ignored_read_setups: int = 0  # read setups dropped while 2+ reads were pending
     vpm_write: tuple[int, int] = (0, 1)  # row, stride
     vdr: int | None = None
     vdw: int | None = None
@@ -288,7 +291,10 @@ class Machine:
     def _peripheral(self, q: QpuState, side: str, waddr: int, value: tuple[int, ...]) -> None:
         v = value[0]  # setup and address registers take element 0
         if waddr == 38:
-            q.host_interrupts += 1
+            # Only a non-zero write raises the interrupt (a QPU clears with 0; asurati's
+            # bare-metal demo writes 1 "to interrupt the host").
+            if v:
+                q.host_interrupts += 1
         elif waddr == 48:
             row, stride = q.vpm_write
             if row >= VPM_ROWS:
@@ -324,6 +330,11 @@ class Machine:
             if not (v >> 11) & 1 or (v >> 8) & 3 != 2:
                 raise EmulatorError(f"VPM read setup 0x{v:08x}: only 32-bit horizontal")
             num, stride = (v >> 20) & 15 or 16, (v >> 12) & 63 or 64
+            if q.vpm_read[2] >= 2:
+                # Reference guide (VPM generic block read): a new read setup written while
+                # two or more reads of the previous one are pending is ignored.
+                q.ignored_read_setups += 1
+                return
             q.vpm_read = (v & 0xFF, stride, num)
         else:
             raise EmulatorError(f"VPM/VDR read setup 0x{v:08x} has an unknown ID")

@@ -13,6 +13,7 @@ import struct
 import time
 
 from netroot.qpu import mailbox as mb
+from netroot.qpu.bootconfig import BootConfig
 from netroot.qpu.emulator import Machine, Memory, QpuState
 
 QEMU_FIRMWARE_REVISION = 346337  # what QEMU's emulated raspi firmware reports
@@ -29,8 +30,40 @@ DT_MODEL = "/proc/device-tree/model"
 SCENARIOS = (
     "healthy", "not_a_pi", "no_vcio", "not_root", "vc4_owns_v3d", "gpu_mem_small",
     "enable_refused", "execute_timeout", "kernel_etimedout", "qemu", "devmem_eperm",
-    "wrong_lanes", "no_dma_store", "pi4",
+    "wrong_lanes", "no_dma_store", "pi4", "clock_idle",
 )  # fmt: skip
+# The property ioctl the Raspberry Pi kernel's vcio driver accepts from each kind of process
+# (include/uapi/linux/.../vcio: _IOWR(100, 0, char *) built by that process's compiler).
+KERNEL_ACCEPTS = {32: 0xC0046400, 64: 0xC0086400}
+V3D_MAX_HZ, V3D_IDLE_HZ = 400_000_000, 250_000_000  # v3d_freq / v3d_freq_min of a Pi 3
+# config.txt as each scenario's board would carry it: Bookworm's default for a 3B (vc4-kms-v3d
+# on) where the kernel owns V3D, a netroot-managed one (overlay commented out) elsewhere.
+BOOKWORM_CONFIG = """# For more options and information see
+# http://rptl.io/configtxt
+dtparam=audio=on
+camera_auto_detect=1
+display_auto_detect=1
+auto_initramfs=1
+
+# Enable DRM VC4 V3D driver
+dtoverlay=vc4-kms-v3d
+max_framebuffers=2
+disable_fw_kms_setup=1
+arm_64bit=1
+disable_overscan=1
+arm_boost=1
+
+[cm4]
+otg_mode=1
+
+[all]
+"""
+MANAGED_CONFIG = (
+    BOOKWORM_CONFIG.replace(
+        "dtoverlay=vc4-kms-v3d", "#dtoverlay=vc4-kms-v3d  # disabled by netroot (QPU)"
+    )
+    + "# BEGIN netroot QPU\ngpu_mem={mem}\n# END netroot QPU\n"
+)
 
 
 class _LaneReversingMachine(Machine):
@@ -70,11 +103,23 @@ class FakeWindow:
 
 
 class FakeMailbox:
-    """FAKE firmware: answers property buffers like the Pi firmware would in `scenario`."""
+    """FAKE /dev/vcio + firmware: answers property buffers like the Pi would in `scenario`.
+
+    Like the kernel driver, it refuses (EINVAL) a request number other than the one a process
+    of the board's userspace (32 or 64 bits) builds.
+    """
 
     def __init__(self, board: FakeBoard) -> None:
         self.board = board
         self.calls: list[int] = []  # tag ids, in order, for tests
+        self.requests: list[int] = []  # ioctl numbers, in order, for tests
+
+    def ioctl(self, request: int, buf: bytearray) -> None:
+        """The driver's ioctl: check the number, then hand the buffer to the firmware."""
+        self.requests.append(request)
+        if request != KERNEL_ACCEPTS[self.board.userspace_bits]:
+            raise OSError(errno.EINVAL, os_strerror(errno.EINVAL))
+        self.property(buf)
 
     def property(self, buf: bytearray) -> None:
         """Answer every tag of `buf` in place."""
@@ -104,10 +149,18 @@ class FakeBoard:
 
     emulated = True  # the smoke program labels every result of a FakeBoard as emulated
 
-    def __init__(self, scenario: str = "healthy") -> None:
+    def __init__(
+        self, scenario: str = "healthy", userspace_bits: int | None = None, pointer_bytes: int = 0
+    ) -> None:
+        """`userspace_bits`: the process kind the fake kernel sees (default: this interpreter's);
+        `pointer_bytes`: what the smoke program believes it is (default: the same)."""
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown fake scenario {scenario!r}; one of {', '.join(SCENARIOS)}")
         self.scenario = scenario
+        self.userspace_bits = userspace_bits or 8 * struct.calcsize("P")
+        if self.userspace_bits not in KERNEL_ACCEPTS:
+            raise ValueError(f"userspace of {self.userspace_bits} bits: expected 32 or 64")
+        self.pointer_bytes = pointer_bytes or self.userspace_bits // 8
         self.memory = Memory()
         machine = {"wrong_lanes": _LaneReversingMachine, "no_dma_store": _StoreDroppingMachine}
         self.machine = machine.get(scenario, Machine)(self.memory)
@@ -152,11 +205,20 @@ class FakeBoard:
         """Root unless the scenario says otherwise."""
         return 1000 if self.scenario == "not_root" else 0
 
-    def open_transport(self) -> FakeMailbox:
-        """The fake mailbox, or ENOENT like a missing /dev/vcio."""
+    def open_transport(self) -> mb.MailboxTransport:
+        """The fake mailbox behind the real transport, or ENOENT like a missing /dev/vcio."""
         if not self.exists("/dev/vcio"):
             raise FileNotFoundError(errno.ENOENT, os_strerror(errno.ENOENT), "/dev/vcio")
-        return self.mailbox
+        return mb.MailboxTransport(self.mailbox, self.pointer_bytes)
+
+    def boot_config(self) -> BootConfig | None:
+        """The scenario's config.txt; none on boards that are not Pis."""
+        if self.scenario in ("not_a_pi", "qemu"):
+            return None
+        if self.scenario == "vc4_owns_v3d":
+            return BootConfig("/boot/firmware/config.txt", BOOKWORM_CONFIG)
+        mem = 16 if self.scenario == "gpu_mem_small" else 64
+        return BootConfig("/boot/firmware/config.txt", MANAGED_CONFIG.format(mem=mem))
 
     def map_physical(self, phys: int, size: int) -> FakeWindow:
         """A window over emulated memory, or the scripted EPERM."""
@@ -187,8 +249,10 @@ class FakeBoard:
             return [1]
         if ident == mb.TAG_VC_MEMORY:
             return [self.vc_base, self.vc_size]
-        if ident == mb.TAG_CLOCK_RATE:
-            return [values[0], 400_000_000 if values[0] == mb.CLOCK_V3D else 0]
+        if ident in (mb.TAG_CLOCK_RATE, mb.TAG_MAX_CLOCK_RATE):
+            idle = self.scenario == "clock_idle" and ident == mb.TAG_CLOCK_RATE
+            rate = V3D_IDLE_HZ if idle else V3D_MAX_HZ
+            return [values[0], rate if values[0] == mb.CLOCK_V3D else 0]
         if ident == mb.TAG_TEMPERATURE:
             return [values[0], 48_300]
         if ident == mb.TAG_THROTTLED:

@@ -6,9 +6,12 @@ Property buffer (Raspberry Pi firmware wiki "Mailbox property interface"): 32-bi
 error) and sets bit 31 of each tag's request/response word plus the response length. QEMU's
 emulated firmware answers tags it does not know with bit 31 set and length 0: we check both.
 
-`VcioTransport` is the real `/dev/vcio` ioctl (0xC0046400, _IOWR(100, 0, char *) for 32-bit
-userspace); `LocalPlatform` is the real board (files, euid, `/dev/mem` maps). The fake ones for
-tests and `--qpu emulate` live in netroot.qpu.fake. Stdlib-only (bundled).
+`MailboxTransport` issues the property ioctl on a device: `_IOWR(100, 0, char *)`, whose size
+field is the *calling process's* pointer size, so 0xC0046400 from a 32-bit (armhf) userspace
+(also on a 64-bit kernel, through its compat path) and 0xC0086400 from a 64-bit (arm64) one; a
+64-bit process sending the armhf number gets EINVAL. `VcioDevice` is the real `/dev/vcio`;
+`LocalPlatform` is the real board (files, euid, `/dev/mem` maps). The fake ones for tests and
+`--qpu emulate` live in netroot.qpu.fake. Stdlib-only (bundled).
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-IOCTL_MBOX_PROPERTY = 0xC0046400
+from netroot.qpu.bootconfig import BootConfig
+
+# Linux's _IOC encoding (asm-generic/ioctl.h): dir<<30 | size<<16 | type<<8 | nr.
+_IOC_READ_WRITE = 3
+MBOX_IOCTL_TYPE, MBOX_IOCTL_NR = 100, 0
 REPLY_OK = 0x80000000
 REPLY_PARSE_ERROR = 0x80000001
 
@@ -30,6 +37,7 @@ TAG_BOARD_MODEL = 0x00010001
 TAG_BOARD_REVISION = 0x00010002
 TAG_VC_MEMORY = 0x00010006
 TAG_CLOCK_RATE = 0x00030002
+TAG_MAX_CLOCK_RATE = 0x00030004
 TAG_TEMPERATURE = 0x00030006
 TAG_ALLOCATE = 0x0003000C
 TAG_LOCK = 0x0003000D
@@ -101,14 +109,62 @@ def decode(buf: bytes | bytearray, tags: list[Tag]) -> list[tuple[int, ...]]:
     return out
 
 
+def property_ioctl(pointer_bytes: int) -> int:
+    """The mailbox property ioctl, _IOWR(100, 0, char *), for a userspace with this pointer size."""
+    if pointer_bytes not in (4, 8):
+        raise ValueError(f"pointer size {pointer_bytes}: expected 4 (armhf) or 8 (arm64)")
+    return _IOC_READ_WRITE << 30 | pointer_bytes << 16 | MBOX_IOCTL_TYPE << 8 | MBOX_IOCTL_NR
+
+
+def userspace_name(pointer_bytes: int) -> str:
+    """'32-bit (armhf)' or '64-bit (arm64)' userspace, for evidence lines."""
+    return "64-bit (arm64)" if pointer_bytes == 8 else "32-bit (armhf)"
+
+
 class Transport(Protocol):
     """Carries one property buffer to the firmware and back, in place (like the ioctl)."""
+
+    @property
+    def request(self) -> int:
+        """The ioctl request number used."""
 
     def property(self, buf: bytearray) -> None:
         """Send `buf`, overwrite it with the reply; OSError as the ioctl raises it."""
 
     def close(self) -> None:
         """Release the device."""
+
+
+class IoctlDevice(Protocol):
+    """An open character device that takes ioctls with an in/out buffer."""
+
+    def ioctl(self, request: int, buf: bytearray) -> None:
+        """Run `request` on `buf` in place; OSError (e.g. EINVAL) as the kernel answers."""
+
+    def close(self) -> None:
+        """Close the device."""
+
+
+class MailboxTransport:
+    """The property ioctl on a device, numbered for the userspace that issues it."""
+
+    def __init__(self, device: IoctlDevice, pointer_bytes: int) -> None:
+        self.device = device
+        self.pointer_bytes = pointer_bytes
+        self._request = property_ioctl(pointer_bytes)
+
+    @property
+    def request(self) -> int:
+        """_IOWR(100, 0, char *) for this userspace."""
+        return self._request
+
+    def property(self, buf: bytearray) -> None:
+        """Run one property request in place."""
+        self.device.ioctl(self._request, buf)
+
+    def close(self) -> None:
+        """Close the device."""
+        self.device.close()
 
 
 class PhysicalWindow(Protocol):
@@ -138,6 +194,9 @@ class Platform(Protocol):
 
     def open_transport(self) -> Transport:
         """Open the mailbox device; OSError with the real errno if it cannot."""
+
+    def boot_config(self) -> BootConfig | None:
+        """The board's config.txt (read outside the chroot by the host), None if not found."""
 
     def map_physical(self, phys: int, size: int) -> PhysicalWindow:
         """Map `size` bytes of physical memory at `phys`; OSError with the real errno."""
@@ -180,6 +239,10 @@ class Mailbox:
         """Clock rate in Hz (V3D is clock 5)."""
         return self.call(TAG_CLOCK_RATE, clock, response_words=2)[1]
 
+    def max_clock_rate(self, clock: int = CLOCK_V3D) -> int:
+        """The highest rate the firmware may set for the clock (v3d_freq), in Hz."""
+        return self.call(TAG_MAX_CLOCK_RATE, clock, response_words=2)[1]
+
     def temperature(self) -> int:
         """SoC temperature in thousandths of a degree C."""
         return self.call(TAG_TEMPERATURE, 0, response_words=2)[1]
@@ -213,17 +276,17 @@ class Mailbox:
         return self.call(TAG_EXECUTE_QPU, num_qpus, control_bus, int(noflush), timeout_ms)[0]
 
 
-class VcioTransport:
-    """The real mailbox: ioctl(IOCTL_MBOX_PROPERTY) on /dev/vcio."""
+class VcioDevice:
+    """The real mailbox device, /dev/vcio."""
 
     def __init__(self, path: str = "/dev/vcio") -> None:
         self.fd = os.open(path, os.O_RDONLY)
 
-    def property(self, buf: bytearray) -> None:
-        """Run one property request in place."""
+    def ioctl(self, request: int, buf: bytearray) -> None:
+        """ioctl(2) with `buf` updated in place."""
         import fcntl  # POSIX-only; imported here so the module loads anywhere
 
-        fcntl.ioctl(self.fd, IOCTL_MBOX_PROPERTY, buf, True)
+        fcntl.ioctl(self.fd, request, buf, True)
 
     def close(self) -> None:
         """Close /dev/vcio."""
@@ -266,7 +329,10 @@ class DevMemWindow:
 
 
 class LocalPlatform:
-    """The board the program runs on."""
+    """The board the program runs on; `config` is its config.txt as the host read it."""
+
+    def __init__(self, config: BootConfig | None = None) -> None:
+        self.config = config
 
     def exists(self, path: str) -> bool:
         """os.path.exists."""
@@ -285,8 +351,12 @@ class LocalPlatform:
         return os.geteuid()
 
     def open_transport(self) -> Transport:
-        """Open /dev/vcio."""
-        return VcioTransport()
+        """Open /dev/vcio; the ioctl is numbered for this interpreter's pointer size."""
+        return MailboxTransport(VcioDevice(), struct.calcsize("P"))
+
+    def boot_config(self) -> BootConfig | None:
+        """What the host passed in."""
+        return self.config
 
     def map_physical(self, phys: int, size: int) -> PhysicalWindow:
         """Map /dev/mem."""

@@ -14,9 +14,10 @@ from typing import Any
 
 from netroot.qpu import mailbox as mb
 from netroot.qpu import smoke, smoke_exec
+from netroot.qpu.bootconfig import BootConfig
+from netroot.qpu.modes import check_mode
 from netroot.qpu.smoke import Context, NoVideoCore, Stage, StageFn
 
-MODES = ("auto", "require", "skip", "emulate")
 EMULATED = "EMULATED — the GPU was not tested"
 HARDWARE_MADD_ITERATIONS = 256_000  # ~50 ms at the 38.4 GFLOPS peak: well under 1 s
 EMULATED_MADD_ITERATIONS = 2
@@ -117,6 +118,7 @@ def document(mode: str, stages: list[Stage], ctx: Context | None) -> dict[str, A
         else ("pass" if counts["pass"] else "skip")
     )
     facts = ctx.facts if ctx else {}
+    peak = smoke_exec.scored_peak(ctx)[0] if ctx else smoke.PEAK_GFLOPS
     summary: dict[str, Any] = {
         "status": status,
         "exit_code": EXIT_FAILED if counts["fail"] else EXIT_OK,
@@ -126,10 +128,8 @@ def document(mode: str, stages: list[Stage], ctx: Context | None) -> dict[str, A
         "warned": counts["warn"],
         "reason": facts.get("no_videocore", ""),
         "gflops": ctx.gflops if ctx else None,
-        "percent_of_peak": (
-            round(100 * ctx.gflops / smoke.PEAK_GFLOPS, 1) if ctx and ctx.gflops else None
-        ),
-        "peak_gflops": smoke.PEAK_GFLOPS,
+        "percent_of_peak": (round(100 * ctx.gflops / peak, 1) if ctx and ctx.gflops else None),
+        "peak_gflops": round(peak, 2),
         "v3d_clock_hz": ctx.clock_hz if ctx and ctx.clock_hz else None,
         "launch_latency_ms": ctx.latency_s * 1000 if ctx and ctx.latency_s else None,
         "emulator_gflops": facts.get("emulator_gflops"),
@@ -154,9 +154,7 @@ def run(
     madd_iterations: int | None = None,
 ) -> dict[str, Any]:
     """Run the smoke test in `mode` on `platform`; the JSON-ready document."""
-    if mode not in MODES:
-        raise ValueError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
-    if mode == "skip" or platform is None:
+    if check_mode(mode) == "skip" or platform is None:
         stages = [
             _stage(sid, "skip", "--qpu skip: the QPU smoke test was not run")
             for sid in smoke.TITLES
@@ -174,8 +172,16 @@ def run(
     return document(mode, stages, ctx)
 
 
-def main(mode: str, kernels: dict[str, tuple[int, ...]], scenario: str = "healthy") -> int:
-    """Entry point of the bundled program: print the document, a line per stage on stderr."""
+def main(
+    mode: str,
+    kernels: dict[str, tuple[int, ...]],
+    scenario: str = "healthy",
+    boot_config: tuple[str, str] | None = None,
+) -> int:
+    """Entry point of the bundled program: print the document, a line per stage on stderr.
+
+    `boot_config` is (path, text) of the board's config.txt as the host read it, or None.
+    """
     if hasattr(sys.stderr, "reconfigure"):  # a non-UTF-8 locale must not kill the report
         sys.stderr.reconfigure(errors="backslashreplace")
     platform: mb.Platform | None
@@ -184,7 +190,8 @@ def main(mode: str, kernels: dict[str, tuple[int, ...]], scenario: str = "health
 
         platform = FakeBoard(scenario)
     else:
-        platform = mb.LocalPlatform() if mode in MODES else None
+        config = BootConfig(*boot_config) if boot_config else None
+        platform = mb.LocalPlatform(config)
     try:
         doc = run(mode, platform, kernels)
     except ValueError as exc:

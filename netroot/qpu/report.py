@@ -6,8 +6,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from netroot.qpu.modes import MODES
+
 STATUSES = ("pass", "fail", "skip", "warn")
-MODES = ("auto", "require", "skip", "emulate")
 
 
 class ReportError(ValueError):

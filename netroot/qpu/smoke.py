@@ -8,11 +8,14 @@ The stages talk only to a mailbox.Platform, so the same code runs on a real boar
 from __future__ import annotations
 
 import datetime
+import errno
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from netroot.qpu import bootconfig
 from netroot.qpu import mailbox as mb
+from netroot.qpu.revision import describe_revision
 
 DT_MODEL = "/proc/device-tree/model"
 DT_V3D_STATUS = (
@@ -22,19 +25,20 @@ DT_V3D_STATUS = (
 QEMU_FIRMWARE_REVISION = 346337
 V3D_PHYS = 0x3FC00000
 V3D_IDENT0 = 0x02443356
-PEAK_GFLOPS = 38.4  # 12 QPUs x 4 lanes/cycle x 2 ops x 400 MHz
+FLOPS_PER_CYCLE = 12 * 4 * 2  # 12 QPUs x 4 lanes/cycle x (one add + one mul)
+MAX_V3D_HZ = 400_000_000  # a Pi 3's v3d_freq
+PEAK_GFLOPS = FLOPS_PER_CYCLE * MAX_V3D_HZ / 1e9  # 38.4, the figure at the top clock
+FIX_BOOT_CONFIG = (
+    f"set `{bootconfig.FIX_SETTING}` for this board in the inventory and run "
+    "`netroot provision BOARD`: it comments out the vc4-kms-v3d/vc4-fkms-v3d lines, sets "
+    "gpu_mem in a marked block of the board's config.txt and reboots the board"
+)
 NO_VC = "no VideoCore IV on this board"
 NEWER_FAMILIES = ("Raspberry Pi", "Compute Module")  # "... 4", "... 5", "Raspberry Pi 400"
 REMEDY_NO_VC = (
     "run the QPU smoke test on a Raspberry Pi 3B (or with --qpu skip / --qpu emulate "
     "where no VideoCore IV is expected)"
 )
-BOARD_TYPES = {
-    0x00: "A", 0x01: "B", 0x02: "A+", 0x03: "B+", 0x04: "2B", 0x06: "CM1", 0x08: "3B",
-    0x09: "Zero", 0x0A: "CM3", 0x0C: "Zero W", 0x0D: "3B+", 0x0E: "3A+", 0x10: "CM3+",
-    0x11: "4B", 0x12: "Zero 2 W", 0x13: "400", 0x14: "CM4", 0x15: "CM4S", 0x17: "5",
-}  # fmt: skip
-PROCESSORS = {0: "BCM2835", 1: "BCM2836", 2: "BCM2837", 3: "BCM2711", 4: "BCM2712"}
 TITLES = {
     "S0": "root and device nodes in the chroot", "S1": "board model and revision",
     "S2": "mailbox round trip (firmware)", "S3": "V3D ownership and gpu_mem",
@@ -77,6 +81,7 @@ class Context:
     transport: mb.Transport | None = None
     gpu_mem: int = 0
     clock_hz: int = 0
+    max_clock_hz: int = 0
     enabled: bool = False
     handle: int = 0
     locked: bool = False
@@ -95,6 +100,11 @@ class Context:
 
 def _stage(sid: str, status: str, evidence: str, diagnosis: str = "", remedy: str = "") -> Stage:
     return Stage(sid, TITLES[sid], status, evidence, diagnosis, remedy)
+
+
+def peak_gflops(clock_hz: int) -> float:
+    """The QPUs' peak at a V3D clock: 24 GFLOPS at 250 MHz, 38.4 at 400."""
+    return FLOPS_PER_CYCLE * clock_hz / 1e9
 
 
 def errno_text(exc: OSError) -> str:
@@ -148,24 +158,6 @@ def s0_devices(ctx: Context) -> Stage:
     return _stage("S0", "pass", evidence)
 
 
-def describe_revision(rev: int) -> tuple[str, int | None, int | None]:
-    """(description, board type, processor) of a board revision code (bit 31 masked)."""
-    rev &= 0x7FFFFFFF
-    if not rev & (1 << 23):
-        return f"old-style revision 0x{rev:x} (BCM2835)", None, 0
-    kind, proc = (rev >> 4) & 0xFF, (rev >> 12) & 0xF
-    mem_mb = 256 << ((rev >> 20) & 7)
-    name = BOARD_TYPES.get(kind, f"type 0x{kind:02x}")
-    return (
-        (
-            f"Raspberry Pi {name}, {PROCESSORS.get(proc, f'processor {proc}')}, {mem_mb} MB "
-            f"(revision 0x{rev:06x})"
-        ),
-        kind,
-        proc,
-    )
-
-
 def s1_board(ctx: Context) -> Stage:
     """Open the mailbox; the board revision says whether this is a 3B with a VideoCore IV."""
     try:
@@ -179,7 +171,23 @@ def s1_board(ctx: Context) -> Stage:
             "run as root on a Raspberry Pi kernel with /dev bound into the chroot",
         )
     ctx.mbox = mb.Mailbox(ctx.transport)
-    rev = ctx.mailbox().board_revision()
+    request = ctx.transport.request
+    size = request >> 16 & 0x3FFF  # _IOC's size field: the pointer size it was built for
+    ioctl = f"ioctl 0x{request:08x} ({mb.userspace_name(size)} userspace)"
+    try:
+        rev = ctx.mailbox().board_revision()
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:
+            raise
+        return _stage(
+            "S1",
+            "fail",
+            f"{ioctl}: {errno_text(exc)}",
+            "the mailbox driver refused the property ioctl number: it must match the "
+            "userspace that issues it (0xC0046400 from 32-bit, 0xC0086400 from 64-bit)",
+            "run the smoke program with the chroot's own python3 (netroot does); report a "
+            "mismatch as a bug",
+        )
     text, kind, proc = describe_revision(rev)
     ctx.facts["board_revision"] = rev & 0x7FFFFFFF
     ctx.facts["board"] = text
@@ -193,10 +201,10 @@ def s1_board(ctx: Context) -> Stage:
         return _stage(
             "S1",
             "warn",
-            text,
+            f"{text}; {ioctl}",
             "not a Raspberry Pi 3B, but a VideoCore IV board: the stages still apply",
         )
-    return _stage("S1", "pass", text)
+    return _stage("S1", "pass", f"{text}; {ioctl}")
 
 
 def s2_firmware(ctx: Context) -> Stage:
@@ -218,28 +226,35 @@ def s2_firmware(ctx: Context) -> Stage:
 
 
 def s3_ownership(ctx: Context) -> Stage:
-    """Is V3D the kernel's (vc4 driver)? How much memory does the GPU have?"""
+    """Is V3D the kernel's (vc4 driver)? How much memory does the GPU have? What config.txt says."""
     p = ctx.platform
     statuses = {path: p.read_text(path) for path in DT_V3D_STATUS}
     owned = [f"{path} = {s!r}" for path, s in statuses.items() if s == "okay"]
     if p.exists("/sys/module/vc4"):
         owned.append("/sys/module/vc4 present")
+    config = p.boot_config()
+    lines = bootconfig.qpu_lines(config) if config else None
+    quoted = f"config.txt: {bootconfig.describe(config)}"
     if owned:
-        return _stage(
-            "S3",
-            "fail",
-            "; ".join(owned),
-            "the kernel's vc4 driver owns V3D (dtoverlay=vc4-kms-v3d or "
-            "vc4-fkms-v3d): the firmware refuses to enable or execute the QPUs",
-            "remove dtoverlay=vc4-kms-v3d / vc4-fkms-v3d from the board's boot "
-            "config.txt (the SD card's boot partition, not the chroot) and reboot",
-        )
+        if lines is not None and not lines.overlays:
+            why = (
+                "the kernel's vc4 driver owns V3D although config.txt loads no vc4 overlay: "
+                "the board has not been rebooted since config.txt changed"
+            )
+            remedy = "reboot the board (`netroot provision BOARD` reboots it when it changes)"
+        else:
+            why = (
+                "the kernel's vc4 driver owns V3D (dtoverlay=vc4-kms-v3d or vc4-fkms-v3d): "
+                "the firmware refuses to enable or execute the QPUs"
+            )
+            remedy = FIX_BOOT_CONFIG + " (the board's boot partition, not the chroot)"
+        return _stage("S3", "fail", "; ".join(owned) + f"; {quoted}", why, remedy)
     base, size = ctx.mailbox().vc_memory()
     ctx.gpu_mem = size
     seen = ", ".join(f"{path.split('/')[-2]} {s!r}" for path, s in statuses.items() if s)
     evidence = (
         f"V3D not claimed by the kernel ({seen or 'no v3d node'}, no vc4 module); "
-        f"gpu_mem {size >> 20} MiB at 0x{base:08x}"
+        f"gpu_mem {size >> 20} MiB at 0x{base:08x}; {quoted}"
     )
     if size < 32 << 20:
         return _stage(
@@ -247,7 +262,16 @@ def s3_ownership(ctx: Context) -> Stage:
             "warn",
             evidence,
             f"gpu_mem is only {size >> 20} MiB: gpu_mem=16 disables 3D and allocations will fail",
-            "set gpu_mem=64 (or more) in the board's config.txt and reboot",
+            FIX_BOOT_CONFIG + " (gpu_mem defaults to 128 there)",
+        )
+    if lines is not None and lines.overlays:
+        return _stage(
+            "S3",
+            "warn",
+            evidence,
+            "config.txt loads a vc4 overlay that this boot did not apply: after the next "
+            "reboot the kernel will own V3D and the QPU tags will be refused",
+            FIX_BOOT_CONFIG,
         )
     return _stage("S3", "pass", evidence)
 
@@ -255,17 +279,33 @@ def s3_ownership(ctx: Context) -> Stage:
 def s4_clock(ctx: Context) -> Stage:
     """V3D clock (sets the real peak), throttling flags and temperature; warnings only."""
     box, notes, problems = ctx.mailbox(), [], []
+    remedy = "check the power supply and cooling; GFLOPS will be lower"
     try:
         ctx.clock_hz = box.clock_rate(mb.CLOCK_V3D)
-        peak = PEAK_GFLOPS * ctx.clock_hz / 400e6
         notes.append(
-            f"V3D clock {ctx.clock_hz / 1e6:.0f} MHz (peak {peak:.1f} GFLOPS at this "
-            f"clock, {PEAK_GFLOPS} at 400 MHz)"
+            f"V3D clock {ctx.clock_hz / 1e6:.0f} MHz (peak {peak_gflops(ctx.clock_hz):.1f} "
+            "GFLOPS at this clock)"
         )
-        if ctx.clock_hz < 250_000_000:
-            problems.append("V3D clock below 250 MHz")
     except mb.PropertyError as exc:
         problems.append(f"V3D clock not reported ({exc.kind})")
+    try:
+        ctx.max_clock_hz = box.max_clock_rate(mb.CLOCK_V3D)
+        notes.append(f"board maximum {ctx.max_clock_hz / 1e6:.0f} MHz")
+    except mb.PropertyError as exc:
+        notes.append(f"board maximum not reported ({exc.kind})")
+    if ctx.clock_hz and ctx.max_clock_hz and ctx.clock_hz < ctx.max_clock_hz:
+        # A Pi 3's firmware runs V3D at v3d_freq_min when idle and drops it while the QPUs
+        # wait on DMA (firmware #664, #1123): S10's peak follows the clock read here.
+        problems.append(
+            f"V3D runs at {ctx.clock_hz / 1e6:.0f} MHz, below the board's maximum "
+            f"{ctx.max_clock_hz / 1e6:.0f} MHz: the firmware scales it with load, so GFLOPS "
+            f"are scored against {peak_gflops(ctx.clock_hz):.1f}, not "
+            f"{peak_gflops(ctx.max_clock_hz):.1f}"
+        )
+        remedy = (
+            "for full-speed measurements set force_turbo=1 in the board's config.txt and "
+            "reboot (without over_voltage it does not set the warranty bit)"
+        )
     try:
         flags = box.throttled()
         notes.append(f"throttled=0x{flags:x}")
@@ -281,13 +321,7 @@ def s4_clock(ctx: Context) -> Stage:
     except mb.PropertyError as exc:
         problems.append(f"temperature not reported ({exc.kind})")
     if problems:
-        return _stage(
-            "S4",
-            "warn",
-            "; ".join(notes),
-            "; ".join(problems),
-            "check the power supply and cooling; GFLOPS will be lower",
-        )
+        return _stage("S4", "warn", "; ".join(notes), "; ".join(problems), remedy)
     return _stage("S4", "pass", "; ".join(notes))
 
 

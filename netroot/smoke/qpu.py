@@ -7,6 +7,7 @@ from typing import Any
 
 from netroot.adapters.ssh import Session
 from netroot.inventory import Board
+from netroot.qpu import bootconfig
 from netroot.qpu.bundle import build_program
 from netroot.qpu.report import QpuReport, ReportError, parse
 from netroot.smoke.backend import CHROOT
@@ -43,8 +44,16 @@ def stage_checks(board: str, report: QpuReport) -> list[CheckResult]:
 
 
 def run_qpu(session: Session, board: Board, mode: str) -> tuple[list[CheckResult], dict[str, Any]]:
-    """Send the dependency-free program over SSH; run it with the image's python3 in the chroot."""
-    program = build_program(mode).encode()
+    """Send the dependency-free program over SSH; run it with the image's python3 in the chroot.
+
+    The board's config.txt is read first, outside the chroot (the boot partition is not in it),
+    and travels in the program for S3 to quote; emulate mode's fake board has its own.
+    """
+    config = None
+    if mode != "emulate":
+        probe = session.run(bootconfig.PROBE, timeout=60)
+        config = bootconfig.parse_probe(probe.rc, probe.stdout.decode(errors="replace"))
+    program = build_program(mode, boot_config=config).encode()
     res = session.run(f"{CHROOT} /usr/bin/python3 -", stdin=program, timeout=600)
     try:
         report = parse(res.stdout.decode(errors="replace"))

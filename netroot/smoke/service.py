@@ -14,11 +14,11 @@ from typing import Any
 from netroot.adapters.ssh import Session, Unreachable
 from netroot.errors import UsageError
 from netroot.inventory import Board, Inventory
+from netroot.qpu.modes import MODES as QPU_MODES
 from netroot.smoke.report import BoardReport, CheckResult, SmokeReport
 from netroot.sshtarget import target_for
 
 BUILTIN_CHECKS = Path(__file__).resolve().parent / "checks" / "test_netroot_builtin.py"
-QPU_MODES = ("auto", "require", "skip", "emulate")
 
 QpuRunner = Callable[[Session, Board, str], tuple[list[CheckResult], dict[str, Any]]]
 

@@ -47,6 +47,8 @@ def test_emulate_mode_under_armhf_python(armhf: None) -> None:
     assert doc["emulated"] is True
     assert [s["status"] for s in doc["stages"]] == ["pass"] * 12
     assert all(program.EMULATED in line for line in done.stderr.splitlines() if line.strip())
+    # A 32-bit interpreter numbers the mailbox ioctl for a 32-bit userspace (issue 13).
+    assert doc["stages"][1]["evidence"].endswith("ioctl 0xc0046400 (32-bit (armhf) userspace)")
 
 
 def test_auto_mode_under_armhf_python_skips_without_a_videocore(armhf: None) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from netroot.qpu import bundle, program
+from netroot.qpu.modes import MODES
 from netroot.qpu.report import parse
 
 # The system interpreter, not the venv's: the program must need nothing but the stdlib.
@@ -93,5 +94,5 @@ def test_emulate_and_hardware_programs_carry_the_same_kernel_bytes() -> None:
         start = source.index("KERNELS = {")
         return source[start : source.index("}", start)]
 
-    blocks = {mode: kernel_block(bundle.build_program(mode)) for mode in bundle.MODES}
+    blocks = {mode: kernel_block(bundle.build_program(mode)) for mode in MODES}
     assert len(set(blocks.values())) == 1

@@ -238,3 +238,43 @@ def test_denormals_flush_to_zero_in_and_out() -> None:
     assert fmul((f32(-1e-20),) * 16, (f32(1e-20),) * 16) == (0x80000000,) * 16  # signed zero
     assert fmul((f32(1e30),) * 16, (f32(1e30),) * 16) == (0x7F800000,) * 16  # overflow: +inf
     assert fadd((f32(1.0),) * 16, (f32(2.0),) * 16) == (f32(3.0),) * 16
+
+
+def test_writing_zero_to_host_int_raises_no_interrupt() -> None:
+    _, result, _ = run_words([mov_small_imm(asm.W_HOST_INT, 0), nop(asm.SIG_THREAD_END), nop(),
+                              nop()])  # fmt: skip
+    assert (result.completed, result.host_interrupts) == (False, 0)
+    assert "none interrupted the host" in result.reason
+    _, result, _ = run_words(IRQ_END)  # the same program writing 1 interrupts once
+    assert (result.completed, result.host_interrupts) == (True, 1)
+
+
+def read_setup(num: int, addr: int) -> int:
+    setup = layout.vpm_read_setup(num=num, stride=1, horizontal=True, laned=False, size=2,
+                                  addr=addr)  # fmt: skip
+    return asm.load_imm32(value=setup, waddr_add=asm.W_VPM_SETUP)
+
+
+def second_setup_reads(first_num: int) -> list[int]:
+    """Read once after a setup of `first_num` rows at row 0, write a setup for row 3, read
+    again: the second read's value names the row it came from (row r holds r + 1)."""
+    rig = Rig()
+    for row in range(4):
+        rig.machine.vpm[row] = (row + 1,) * 16
+    words = [read_setup(first_num, 0), mov_from_a(asm.W_R1, asm.R_VPM),
+             read_setup(1, 3), mov_from_a(asm.W_R0, asm.R_VPM),
+             *store_r0(layout.output_bus(rig.base, 0)), *IRQ_END]  # fmt: skip
+    rig.put(0, asm.to_words32(words))
+    rig.put(layout.CONTROL_OFFSET, [layout.uniforms_bus(rig.base, 0), rig.base])
+    result = rig.machine.execute(1, rig.base + layout.CONTROL_OFFSET, 10_000)
+    assert result.completed, result.reason
+    return rig.get(layout.OUTPUT_OFFSET, 16)
+
+
+def test_a_read_setup_with_two_reads_pending_is_ignored() -> None:
+    # 3 rows set up, 1 read: 2 pending, so the setup for row 3 is dropped and row 1 follows.
+    assert second_setup_reads(3) == [2] * 16
+
+
+def test_a_read_setup_with_one_read_pending_takes_effect() -> None:
+    assert second_setup_reads(2) == [4] * 16

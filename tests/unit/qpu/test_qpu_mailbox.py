@@ -111,10 +111,54 @@ def test_devmem_window_maps_at_the_page_offset(tmp_path: Path) -> None:
 def test_vcio_transport_reports_the_real_errno(tmp_path: Path) -> None:
     path = tmp_path / "vcio"
     path.write_bytes(b"")
-    transport = mb.VcioTransport(str(path))
+    transport = mb.MailboxTransport(mb.VcioDevice(str(path)), 4)
     with pytest.raises(OSError) as err:
         mb.Mailbox(transport).firmware_revision()  # a regular file is no mailbox
     assert err.value.errno == 25  # ENOTTY
     transport.close()
     with pytest.raises(FileNotFoundError):
-        mb.VcioTransport(str(path) + "-missing")
+        mb.VcioDevice(str(path) + "-missing")
+
+
+@pytest.mark.parametrize(("pointer_bytes", "number"), [(4, 0xC0046400), (8, 0xC0086400)])
+def test_property_ioctl_follows_the_userspace_pointer_size(pointer_bytes: int, number: int) -> None:
+    assert mb.property_ioctl(pointer_bytes) == number  # _IOWR(100, 0, char *)
+    with pytest.raises(ValueError, match="pointer size 2"):
+        mb.property_ioctl(2)
+
+
+@pytest.mark.parametrize(("bits", "number"), [(32, 0xC0046400), (64, 0xC0086400)])
+def test_fake_kernel_takes_the_number_of_its_userspace(bits: int, number: int) -> None:
+    board = fake.FakeBoard("healthy", userspace_bits=bits)
+    transport = board.open_transport()
+    assert transport.request == number
+    assert mb.Mailbox(transport).board_revision() == fake.PI3B_REVISION
+    assert board.mailbox.requests == [number]
+
+
+def test_arm64_userspace_refuses_the_armhf_number_and_s1_says_why() -> None:
+    from netroot.qpu import kernels, program
+
+    # What netroot did before: the armhf number from a 64-bit process.
+    board = fake.FakeBoard("healthy", userspace_bits=64, pointer_bytes=4)
+    with pytest.raises(OSError) as err:
+        mb.Mailbox(board.open_transport()).board_revision()
+    assert err.value.errno == 22  # EINVAL, as the driver answers
+    words = {k.name: k.words for k in kernels.all_kernels().values()}
+    s1 = program.run("require", board, words, madd_iterations=2)["stages"][1]
+    assert s1["status"] == "fail"
+    assert s1["evidence"].endswith(
+        "ioctl 0xc0046400 (32-bit (armhf) userspace): [Errno 22] Invalid argument"
+    )
+    assert "0xC0086400 from 64-bit" in s1["diagnosis"]
+
+
+def test_s1_names_the_ioctl_of_an_arm64_userspace() -> None:
+    from netroot.qpu import kernels, program
+
+    words = {k.name: k.words for k in kernels.all_kernels().values()}
+    doc = program.run("require", fake.FakeBoard("healthy", userspace_bits=64), words, 2)
+    s1 = doc["stages"][1]
+    assert s1["status"] == "pass"
+    assert s1["evidence"].endswith("; ioctl 0xc0086400 (64-bit (arm64) userspace)")
+    assert doc["summary"]["exit_code"] == 0

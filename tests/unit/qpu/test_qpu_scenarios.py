@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from netroot.qpu import fake, kernels, program
+from netroot.qpu.bootconfig import BootConfig
 from netroot.qpu.report import from_dict
 
 KERNELS = {k.name: k.words for k in kernels.all_kernels().values()}
@@ -54,8 +55,12 @@ def strip(text: str) -> str:
     return text.removeprefix(f"{program.EMULATED}: ")
 
 
+# Scenarios that warn without blocking anything (tested on their own below).
+WARN_ONLY = {"clock_idle"}
+
+
 def test_every_scripted_failure_has_an_expectation() -> None:
-    assert set(EXPECTED) | {"healthy"} == set(fake.SCENARIOS)
+    assert set(EXPECTED) | {"healthy"} | WARN_ONLY == set(fake.SCENARIOS)
 
 
 @pytest.mark.parametrize("scenario", sorted(EXPECTED))
@@ -153,7 +158,7 @@ def test_identity_registers_of_an_unpowered_v3d() -> None:
     ],
 )
 def test_board_revision_codes(revision: int, text: str, kind: int | None, proc: int) -> None:
-    from netroot.qpu.smoke import describe_revision
+    from netroot.qpu.revision import describe_revision
 
     assert describe_revision(revision) == (text, kind, proc)
 
@@ -166,8 +171,8 @@ class _ClockedBoard(fake.FakeBoard):
 
     emulated = False
 
-    def __init__(self) -> None:
-        super().__init__("healthy")
+    def __init__(self, scenario: str = "healthy") -> None:
+        super().__init__(scenario)
         self.now = 0.0
 
     def monotonic(self) -> float:
@@ -182,10 +187,11 @@ def test_gflops_arithmetic_on_the_hardware_path() -> None:
     flops = 12 * 2 * 624  # QPUs x iterations x flops per iteration
     assert summary["gflops"] == pytest.approx(flops / 0.001 / 1e9)
     assert summary["percent_of_peak"] == round(100 * summary["gflops"] / 38.4, 1)
+    assert summary["peak_gflops"] == 38.4 and summary["v3d_clock_hz"] == 400_000_000
     assert summary["launch_latency_ms"] == pytest.approx(1.0)
     s10 = by_id(doc)["S10"]
     assert s10["status"] == "warn"  # far below a quarter of the peak
-    assert "% of the 38.4 GFLOPS peak" in s10["evidence"]
+    assert "% of the 38.4 GFLOPS peak at the 400 MHz V3D clock S4 read" in s10["evidence"]
     assert summary["exit_code"] == 0
 
 
@@ -208,3 +214,94 @@ def test_newer_pi_without_vcio_is_unsupported_not_broken() -> None:
         "/dev/vcio here)"
     )
     assert doc["summary"]["exit_code"] == 0
+
+
+def test_an_idle_v3d_clock_warns_in_s4_and_sets_the_peak_of_s10() -> None:
+    doc = program.run("require", _ClockedBoard("clock_idle"), KERNELS, madd_iterations=2)
+    stages, summary = by_id(doc), doc["summary"]
+    assert stages["S4"]["status"] == "warn"
+    assert stages["S4"]["evidence"].startswith(
+        "V3D clock 250 MHz (peak 24.0 GFLOPS at this clock); board maximum 400 MHz"
+    )
+    assert stages["S4"]["diagnosis"] == (
+        "V3D runs at 250 MHz, below the board's maximum 400 MHz: the firmware scales it with "
+        "load, so GFLOPS are scored against 24.0, not 38.4"
+    )
+    assert "force_turbo=1" in stages["S4"]["remedy"]
+    # S10 scores against 12 QPUs x 4 lanes x 2 flops x 250 MHz = 24 GFLOPS.
+    assert summary["peak_gflops"] == 24.0 and summary["v3d_clock_hz"] == 250_000_000
+    assert summary["percent_of_peak"] == round(100 * summary["gflops"] / 24.0, 1)
+    assert "% of the 24.0 GFLOPS peak at the 250 MHz V3D clock S4 read" in stages["S10"]["evidence"]
+    # The fake's clock never moves, so S10 has nothing to add about a clock change.
+    assert "after the loop" not in stages["S10"]["evidence"]
+    assert summary["exit_code"] == 0  # warnings, not failures
+
+
+def test_emulated_s10_names_the_peak_hardware_would_be_scored_against() -> None:
+    s10 = by_id(run("clock_idle", "emulate"))["S10"]
+    assert s10["status"] == "pass"
+    assert "not a GPU measurement; hardware is scored against the 24.0 GFLOPS peak at the " \
+        "250 MHz V3D clock S4 read" in s10["evidence"]  # fmt: skip
+
+
+def test_peak_follows_the_clock() -> None:
+    from netroot.qpu.smoke import peak_gflops
+
+    assert peak_gflops(250_000_000) == 24.0
+    assert peak_gflops(300_000_000) == pytest.approx(28.8)
+    assert peak_gflops(400_000_000) == pytest.approx(38.4)
+
+
+def test_s3_quotes_the_config_lines_and_names_the_provision_setting() -> None:
+    s3 = by_id(run("vc4_owns_v3d", "auto"))["S3"]
+    assert s3["status"] == "fail"
+    assert strip(s3["evidence"]) == (
+        "/proc/device-tree/soc/v3d@7ec00000/status = 'okay'; /sys/module/vc4 present; "
+        "config.txt: /boot/firmware/config.txt:9: dtoverlay=vc4-kms-v3d"
+    )
+    assert "`netroot_qpu_boot_config: true`" in s3["remedy"]
+    assert "netroot provision BOARD" in s3["remedy"]
+
+
+def test_s3_quotes_gpu_mem_when_it_is_too_small() -> None:
+    s3 = by_id(run("gpu_mem_small", "auto"))["S3"]
+    assert s3["status"] == "warn"
+    assert s3["evidence"].endswith("config.txt: /boot/firmware/config.txt:21: gpu_mem=16")
+    assert "`netroot_qpu_boot_config: true`" in s3["remedy"]
+
+
+class _ConfigBoard(fake.FakeBoard):
+    """A healthy or vc4-owned board whose config.txt is given by the test."""
+
+    def __init__(self, scenario: str, config: str | None) -> None:
+        super().__init__(scenario)
+        self.config = config
+
+    def boot_config(self) -> BootConfig | None:
+        return None if self.config is None else BootConfig("/boot/config.txt", self.config)
+
+
+def test_s3_owned_v3d_without_the_overlay_in_config_means_a_reboot_is_due() -> None:
+    board = _ConfigBoard("vc4_owns_v3d", "#dtoverlay=vc4-kms-v3d\ngpu_mem=128\n")
+    s3 = by_id(program.run("auto", board, KERNELS, madd_iterations=2))["S3"]
+    assert s3["status"] == "fail"
+    assert strip(s3["evidence"]).endswith("config.txt: /boot/config.txt:2: gpu_mem=128")
+    assert "has not been rebooted since config.txt changed" in s3["diagnosis"]
+    assert strip(s3["remedy"]).startswith("reboot the board")
+
+
+def test_s3_warns_when_config_would_hand_v3d_to_the_kernel_on_the_next_boot() -> None:
+    board = _ConfigBoard("healthy", "[all]\ndtoverlay=vc4-fkms-v3d,cma-256\n")
+    stages = by_id(program.run("auto", board, KERNELS, madd_iterations=2))
+    assert stages["S3"]["status"] == "warn"
+    assert "/boot/config.txt:2: dtoverlay=vc4-fkms-v3d,cma-256" in stages["S3"]["evidence"]
+    assert "after the next reboot the kernel will own V3D" in stages["S3"]["diagnosis"]
+    assert stages["S10"]["status"] == "pass"  # a warning blocks nothing
+
+
+def test_s3_says_when_no_config_was_found() -> None:
+    s3 = by_id(program.run("auto", _ConfigBoard("healthy", None), KERNELS, madd_iterations=2))["S3"]
+    assert s3["status"] == "pass"
+    assert strip(s3["evidence"]).endswith(
+        "config.txt: no config.txt at /boot/firmware/config.txt or /boot/config.txt on the board"
+    )

@@ -1,0 +1,68 @@
+"""The host-side runner reads config.txt outside the chroot and sends it in with the program."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+
+from netroot.adapters.ssh import Result
+from netroot.inventory import Board
+from netroot.qpu import bootconfig
+from netroot.smoke.backend import CHROOT
+from netroot.smoke.qpu import run_qpu
+
+CONFIG = "dtoverlay=vc4-kms-v3d\ngpu_mem=16\n"
+
+
+@dataclass
+class FakeSession:
+    """Answers the config probe like a board with /boot/firmware; runs the program locally."""
+
+    has_config: bool = True
+    commands: list[str] = field(default_factory=list)
+    programs: list[str] = field(default_factory=list)
+
+    def run(self, command: str, stdin: bytes | None = None, timeout: float | None = None) -> Result:
+        self.commands.append(command)
+        if command == bootconfig.PROBE:
+            if not self.has_config:
+                return Result(1, b"", b"")
+            return Result(0, f"/boot/firmware/config.txt\n{CONFIG}".encode(), b"")
+        assert command.startswith(CHROOT) and stdin is not None
+        self.programs.append(stdin.decode())
+        done = subprocess.run([sys.executable, "-I", "-"], input=stdin, capture_output=True,
+                              check=False, cwd=Path(__file__).parent)  # fmt: skip
+        return Result(done.returncode, done.stdout, done.stderr)
+
+
+def board() -> Board:
+    return SimpleNamespace(name="pi-01")  # type: ignore[return-value]  # only .name is read
+
+
+def test_config_is_read_outside_the_chroot_and_travels_with_the_program() -> None:
+    session = FakeSession()
+    checks, summary = run_qpu(session, board(), "auto")  # type: ignore[arg-type]
+    assert session.commands[0] == bootconfig.PROBE  # no chroot prefix: the board's own /boot
+    expected = repr(("/boot/firmware/config.txt", CONFIG))
+    assert f"BOOT_CONFIG = {expected}" in session.programs[0]
+    assert summary["mode"] == "auto" and checks  # this host has no VideoCore: stages skipped
+
+
+def test_a_board_without_config_sends_none() -> None:
+    session = FakeSession(has_config=False)
+    run_qpu(session, board(), "auto")  # type: ignore[arg-type]
+    assert "BOOT_CONFIG = None" in session.programs[0]
+
+
+def test_emulate_mode_reads_nothing_from_the_board() -> None:
+    session = FakeSession()
+    checks, summary = run_qpu(session, board(), "emulate")  # type: ignore[arg-type]
+    assert bootconfig.PROBE not in session.commands
+    assert summary["emulated"] is True
+    s3 = next(c for c in checks if c.check.startswith("qpu S3"))
+    assert s3.status == "pass" and "gpu_mem=64" in s3.message  # the fake board's own config
+    json.dumps(summary)
