@@ -7,7 +7,6 @@ import datetime as dt
 import errno
 import fcntl
 import os
-import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from pathlib import Path
 from netroot import __version__
 from netroot.errors import Exit, NetrootError, UsageError
 from netroot.export import leftovers
+from netroot.export.fstree import ignore, remove_tree
 from netroot.export.manifest import (
     Layout,
     Manifest,
@@ -28,6 +28,7 @@ from netroot.export.manifest import (
 from netroot.export.scan import scan
 from netroot.export.sources import SourceInfo
 from netroot.export.writer import Progress, Reuse, Writer, is_enospc
+from netroot.fsutil import atomic_write, fsync_dir
 
 Apply = Callable[[Writer], None]
 
@@ -41,12 +42,10 @@ class ExportResult:
     seconds: float
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+# ROOT/NAME is not traversable by anyone but root: an image's setuid binaries and device
+# nodes must not be usable by a local account on the export host. The NFS servers run as
+# root (and boards mount with no_root_squash), so they still serve it.
+BASE_MODE = 0o700
 
 
 def _syncfs(path: Path) -> None:
@@ -63,7 +62,9 @@ def _syncfs(path: Path) -> None:
 
 def _prepare(layout: Layout) -> None:
     try:
-        layout.versions.mkdir(parents=True, exist_ok=True)
+        layout.base.mkdir(mode=BASE_MODE, parents=True, exist_ok=True)
+        os.chmod(layout.base, BASE_MODE)  # also an export tree made by an older netroot
+        layout.versions.mkdir(exist_ok=True)
         layout.staging.mkdir(exist_ok=True)
         probe = layout.staging / f".probe-{os.getpid()}"
         probe.touch()
@@ -96,14 +97,14 @@ def clean_stale(layout: Layout) -> list[str]:
     """Remove what a killed run left: staging dirs and version dirs without a manifest."""
     removed: list[str] = []
     for child in layout.staging.iterdir():
-        shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        remove_tree(str(child))
         removed.append(str(child))
     for child in layout.versions.iterdir():
-        if child.name.endswith(".json.tmp"):
+        if child.name.endswith(".tmp"):  # a manifest's temporary file (fsutil.atomic_write)
             child.unlink()
             removed.append(str(child))
         elif child.is_dir() and not layout.manifest_path(child.name).exists():
-            shutil.rmtree(child)
+            remove_tree(str(child))
             removed.append(str(child))
     return removed
 
@@ -145,7 +146,7 @@ def switch_current(layout: Layout, vid: str) -> bool:
     tmp.unlink(missing_ok=True)
     os.symlink(f"versions/{vid}", tmp)
     os.rename(tmp, layout.current)
-    _fsync_dir(layout.base)
+    fsync_dir(layout.base)
     return True
 
 
@@ -153,14 +154,8 @@ def _commit(layout: Layout, staging: Path, manifest: Manifest) -> None:
     # The manifest is the commit point: a version dir without one is cleaned as stale.
     final = layout.version_dir(manifest.version)
     os.rename(staging, final)
-    _fsync_dir(layout.versions)
-    tmp = layout.versions / f"{manifest.version}.json.tmp"
-    with tmp.open("w") as f:
-        f.write(manifest.to_json())
-        f.flush()
-        os.fsync(f.fileno())
-    os.rename(tmp, layout.manifest_path(manifest.version))
-    _fsync_dir(layout.versions)
+    fsync_dir(layout.versions)
+    atomic_write(layout.manifest_path(manifest.version), manifest.to_json())
 
 
 def export(
@@ -200,7 +195,7 @@ def export(
             manifest.reused_from = base or "" if manifest.reused_files else ""
             _commit(layout, staging, manifest)
         except BaseException as exc:
-            shutil.rmtree(staging, ignore_errors=True)
+            remove_tree(str(staging), ignore)
             if is_enospc(exc):
                 raise NetrootError(
                     f"no space left on the export root {root} (while writing {name} {vid})",
@@ -232,12 +227,17 @@ def _build(
 ) -> Manifest:
     writer = Writer(staging, reuse=reuse, progress=progress)
     apply(writer)
+    if len(writer.expected) == 1:  # only the root: a board cannot run nothing
+        raise UsageError(
+            f"{info.ref}: the image holds no files (an empty tree)",
+            "export an image or archive with a root filesystem in it",
+        )
     changes = leftovers.handle(writer, keep_host_keys)
     expected = writer.finish()
     _syncfs(staging)
     # Metadata re-read from disk after syncfs; content digests are those hashed while writing
     # (re-reading freshly written data would only hit the page cache). `verify` re-hashes all.
-    actual = scan(str(staging), digests=expected)
+    actual = scan(str(staging), digests=expected, progress=_steady(progress, writer))
     differences = diff_entries(expected, actual)
     if differences:
         raise NetrootError(
@@ -266,6 +266,13 @@ def _build(
         origins=dict(writer.origins) if info.kind == "image" else {},
         entries=actual,
     )
+
+
+def _steady(progress: Progress | None, writer: Writer) -> Progress | None:
+    """Progress while the written tree is re-read: the bar stays at what was written."""
+    if progress is None:
+        return None
+    return lambda _bytes, _files: progress(writer.bytes_done, writer.members_done)
 
 
 def verify(root: Path, name: str, vid: str | None = None) -> tuple[Manifest, list[str]]:
@@ -309,7 +316,7 @@ def _prune(layout: Layout, keep: int, protected: set[str]) -> list[str]:
             continue
         # Manifest first: a crash then leaves a stale dir, which the next run removes.
         layout.manifest_path(m.version).unlink()
-        _fsync_dir(layout.versions)
-        shutil.rmtree(layout.version_dir(m.version), ignore_errors=True)
+        fsync_dir(layout.versions)
+        remove_tree(str(layout.version_dir(m.version)), ignore)
         removed.append(m.version)
     return removed
