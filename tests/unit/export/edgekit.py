@@ -53,7 +53,7 @@ def raw_tar(members: list[tuple[tarfile.TarInfo, bytes]], fmt: int = tarfile.PAX
     return buf.getvalue()
 
 
-def info(name: str, kind: bytes = tarfile.REGTYPE, **pax: str) -> tarfile.TarInfo:
+def info(name: str, kind: bytes = tarfile.REGTYPE, /, **pax: str) -> tarfile.TarInfo:
     """A member with no data and the given raw pax records."""
     ti = tarfile.TarInfo(name)
     ti.type = kind
