@@ -86,8 +86,9 @@ def test_deep_stale_staging_of_a_killed_run_is_removed(tmp_path: Path) -> None:
     assert list(layout.staging.iterdir()) == []
 
 
-def test_merged_layer_dirs_walk_deep_trees(tmp_path: Path) -> None:
-    top, low = tmp_path / "top", tmp_path / "low"
+def test_merged_layer_dirs_walk_deep_trees(short: Path) -> None:
+    # (in `short`, removed without recursion: pytest's own cleanup would recurse)
+    top, low = short / "top", short / "low"
     top.mkdir()
     low.mkdir()
     rel = mkdeep(low, 1500)
