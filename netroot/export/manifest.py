@@ -164,9 +164,12 @@ class Manifest:
         return copy.deepcopy(data)
 
     @classmethod
-    def from_json(cls, text: str) -> Manifest:
+    def from_json(cls, text: str, entries: bool = True) -> Manifest:
+        """Parse a manifest; without `entries` the per-path table is left empty (it is most
+        of the cost for a large tree, and a summary does not need it)."""
         data = json.loads(text)
-        data["entries"] = {p: Entry.from_json(v) for p, v in data.get("entries", {}).items()}
+        raw = data.get("entries", {}) if entries else {}
+        data["entries"] = {p: Entry.from_json(v) for p, v in raw.items()}
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in data.items() if k in known})
 

@@ -35,7 +35,7 @@ Apply = Callable[[Writer], None]
 
 @dataclass
 class ExportResult:
-    manifest: Manifest
+    manifest: Manifest  # a no-op's has no per-path entries loaded (see read_manifest)
     noop: bool
     switched: bool  # current changed
     pruned: list[str]
@@ -109,10 +109,11 @@ def clean_stale(layout: Layout) -> list[str]:
     return removed
 
 
-def read_manifest(layout: Layout, vid: str) -> Manifest:
+def read_manifest(layout: Layout, vid: str, entries: bool = True) -> Manifest:
+    """A version's manifest (its per-path entries left empty unless `entries`)."""
     path = layout.manifest_path(vid)
     try:
-        return Manifest.from_json(path.read_text())
+        return Manifest.from_json(path.read_text(), entries)
     except FileNotFoundError:
         raise UsageError(
             f"no version {vid!r} of {layout.name!r} under {layout.root}",
@@ -131,10 +132,11 @@ def current_id(layout: Layout) -> str | None:
 
 
 def list_versions(layout: Layout) -> list[Manifest]:
-    """Committed versions (a manifest exists), oldest first."""
+    """Committed versions (a manifest exists), oldest first; summaries (entries not loaded)."""
     if not layout.versions.is_dir():
         return []
-    found = [read_manifest(layout, p.name[: -len(".json")]) for p in layout.versions.glob("*.json")]
+    names = [p.name[: -len(".json")] for p in layout.versions.glob("*.json")]
+    found = [read_manifest(layout, vid, entries=False) for vid in names]
     return sorted(found, key=lambda m: (m.exported_at, m.version))
 
 
@@ -180,7 +182,7 @@ def export(
     with locked(layout):
         clean_stale(layout)
         if layout.manifest_path(vid).exists():
-            manifest = read_manifest(layout, vid)
+            manifest = read_manifest(layout, vid, entries=False)  # a no-op needs the summary
             switched = switch_current(layout, vid)
             return ExportResult(manifest, True, switched, _prune_after(layout, keep, protected), 0)
         base = current_id(layout)

@@ -28,13 +28,23 @@ from pathlib import Path
 from typing import IO, Any
 
 from netroot.errors import UsageError
-from netroot.export.members import Kind, UnsafeMember, normalize_path, shown, whiteout_target
+from netroot.export.members import (
+    Kind,
+    Member,
+    UnsafeMember,
+    normalize_path,
+    shown,
+    whiteout_target,
+)
 from netroot.export.tarstream import NotATar, read_members
 from netroot.export.writer import Writer
 
 BUFSIZE = 1 << 20
 JSON_MAX = 16 << 20  # manifest.json / config: far above any real one, bounded in memory
 DIFF_ID = re.compile(r"^sha256:[0-9a-f]{64}$")
+# The files a `docker save` archive holds (legacy and OCI layouts): the walk that tells it
+# from a root filesystem stops at the first file of any other name.
+SAVE_FILE = re.compile(r"^(.*\.(json|tar)|json|VERSION|repositories|oci-layout|[0-9a-f]{64})$")
 Progress = Callable[[int, int], None]
 
 
@@ -153,8 +163,9 @@ class _Hashing(io.RawIOBase):
 def _looks_saved(path: Path, progress: Progress | None) -> tuple[bool, str]:
     """(is it a `docker save` archive, sha256 of the file), in one bounded pass.
 
-    `docker save` holds nothing deeper than blobs/sha256/HEX, and a top-level manifest.json;
-    a root filesystem has deeper paths (or an etc/), so the walk stops at the first of those.
+    `docker save` holds nothing deeper than blobs/sha256/HEX, only files named like
+    SAVE_FILE, and a top-level manifest.json; a root filesystem soon has a deeper path, an
+    etc/ or another file, so the walk stops there (it does not list a whole rootfs).
     """
     with path.open("rb", buffering=0) as f:
         method = compression(f.read(6))
@@ -164,7 +175,7 @@ def _looks_saved(path: Path, progress: Progress | None) -> tuple[bool, str]:
         manifest = False
         saved = True
         for m, _data in read_members(stream, str(path)):
-            if m.path.count("/") > 2 or m.path == "etc" or m.path.startswith("etc/"):
+            if not _save_like(m):
                 saved = False
                 break
             manifest = manifest or (m.path == "manifest.json" and m.kind is Kind.FILE)
@@ -172,6 +183,14 @@ def _looks_saved(path: Path, progress: Progress | None) -> tuple[bool, str]:
             drain(stream)
         drain(raw)
         return saved and manifest, "sha256:" + raw.raw.sha.hexdigest()
+
+
+def _save_like(m: Member) -> bool:
+    if m.path.count("/") > 2 or m.path == "etc" or m.path.startswith("etc/"):
+        return False
+    if m.kind is Kind.FILE:
+        return bool(SAVE_FILE.match(m.path.rpartition("/")[2]))
+    return m.kind in (Kind.DIR, Kind.SYMLINK)  # legacy saves link duplicate layers
 
 
 def _open_tar(path: Path) -> tarfile.TarFile:
