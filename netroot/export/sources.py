@@ -208,10 +208,16 @@ def inspect_archive(path: Path, progress: Progress | None = None) -> SourceInfo:
     """Tell a `docker save` archive from a plain rootfs tar and identify it."""
     if not path.is_file():
         raise UsageError(f"{path}: not a file", "pass an existing archive or an image name")
-    saved, digest = _looks_saved(path, progress)
-    if saved:
-        with _open_tar(path) as tf:
-            return _inspect_save(path, tf)
+    try:
+        saved, digest = _looks_saved(path, progress)
+        if saved:
+            with _open_tar(path) as tf:
+                return _inspect_save(path, tf)
+    except PermissionError as exc:
+        raise UsageError(f"{path}: cannot read it ({exc.strerror})") from None
+    except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError) as exc:
+        # the lean walk passed every header first: tarfile failing after it is rare
+        raise BadSave(path, f"tarfile could not read it ({exc})") from None
     return SourceInfo("tar", str(path), digest, size=path.stat().st_size)
 
 

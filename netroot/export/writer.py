@@ -31,6 +31,7 @@ TICK = 0.25  # seconds between progress reports: never silent for a second
 MEMBER_ERRNOS = {
     errno.ENAMETOOLONG: "name too long for the filesystem",
     errno.EMLINK: "more hard links to one file than the filesystem allows",
+    errno.EFBIG: "file larger than the filesystem allows",
     errno.EOVERFLOW: "value out of range for the filesystem",
     errno.EINVAL: "refused by the filesystem as invalid",
     errno.E2BIG: "xattrs larger than the filesystem allows",
