@@ -145,10 +145,7 @@ class Writer:
         except OSError as exc:
             # ext4 says ENOSPC when an xattr does not fit its inode/block: a full disk only
             # when the filesystem has no room left.
-            if (
-                exc.errno == errno.ENOSPC
-                and os.statvfs(self.root).f_bavail * os.statvfs(self.root).f_frsize < ROOM
-            ):
+            if exc.errno == errno.ENOSPC and _free_bytes(self.root) < ROOM:
                 raise
             if exc.errno in (errno.ENOSPC, *MEMBER_ERRNOS):
                 why = MEMBER_ERRNOS.get(exc.errno or 0, "larger than the filesystem allows")
@@ -351,6 +348,11 @@ def member_faults(m: Member) -> Iterator[None]:
         raise UnsafeMember(m.path, f"{why} ({exc.strerror})") from None
     except OverflowError as exc:  # a value beyond the C types (the filter bounds them)
         raise UnsafeMember(m.path, f"value out of range ({exc})") from None
+
+
+def _free_bytes(path: Path) -> int:
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
 
 
 def is_enospc(exc: BaseException) -> bool:
