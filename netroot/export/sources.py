@@ -155,7 +155,7 @@ class _Hashing(io.RawIOBase):
         if n:
             self.sha.update(memoryview(b)[:n])
             self.count += n
-            if self._progress is not None and self.count % (64 << 20) < n:
+            if self._progress is not None and self.count % (16 << 20) < n:
                 self._progress(self.count, 0)
         return n or 0
 

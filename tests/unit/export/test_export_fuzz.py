@@ -153,3 +153,41 @@ def test_tree_index_agrees_with_a_naive_model(ops: list[tuple[str, str]]) -> Non
             parent = p.rpartition("/")[0]
             assert not p or guard.kinds[parent] is Kind.DIR
         assert set(guard.kinds) == {""} | {c for cs in guard._children.values() for c in cs}
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.sampled_from([*TARGETS, "layer0/layer.tar"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=6,
+)
+manifests = st.one_of(
+    json_values,
+    st.lists(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "Config": st.one_of(st.just("config.json"), json_values),
+                "Layers": st.one_of(st.just(["layer0/layer.tar"]), json_values),
+                "RepoTags": json_values,
+            },
+        ),
+        max_size=2,
+    ),
+)
+
+
+@SETTINGS
+@given(manifest=manifests)
+def test_any_manifest_is_exported_or_refused_cleanly(
+    tmp_path_factory: object, manifest: object
+) -> None:
+    base: Path = tmp_path_factory.mktemp("manifest")  # type: ignore[attr-defined]
+    archive = write_docker_save(base / "s.tar", [GOOD], ["m:1"], manifest=manifest)
+    try:
+        result = export_file(archive, base / "root")
+    except NetrootError as exc:
+        event("refused")
+        assert exc.code == Exit.USAGE and "\n" not in exc.message, exc.message
+    else:
+        event("exported")
+        assert result.manifest.source["kind"] == "docker-save"
