@@ -3,6 +3,12 @@
 tarfile's stream mode copies every data block through Python-level buffers; this reads the
 underlying file object directly, so content moves in large reads and a member costs one
 header parse. Header fields are decoded by tarfile.TarInfo.frombuf (checksums, base-256).
+
+Where tarfile is not sound for untrusted input, this works around it: tarfile reads a GNU
+long name or a pax header into memory whole, whatever size it declares (here: bounded,
+LONG_NAME_MAX / PAX_MAX, refused past that after reading a short prefix for the message);
+and it silently skips what it cannot represent. Sparse members (old GNU, PAX 0.0/0.1/1.0)
+are recognised here and refused by format name, never written as their raw map.
 """
 
 from __future__ import annotations
