@@ -45,16 +45,21 @@ PY = sys.executable
 
 
 def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
-    """(wall seconds, CPU seconds, peak RSS in MiB) of one child process; it must succeed."""
+    """(wall seconds, CPU seconds, peak RSS in MiB) of one child process; it must succeed.
+
+    The peak RSS comes from GNU time: a child forked from this process would inherit this
+    process's own high-water mark (it holds the generated archives) in wait4's figure."""
     t = time.perf_counter()
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    timed = ["/usr/bin/time", "-f", "maxrss_kib=%M", *cmd]
+    p = subprocess.Popen(timed, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t
     p.returncode = os.waitstatus_to_exitcode(status)
     err = p.stderr.read().decode() if p.stderr else ""
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:4])}... failed ({p.returncode}): {err}")
-    return round(wall, 3), round(usage.ru_utime + usage.ru_stime, 3), usage.ru_maxrss // 1024
+    rss = int(err.rsplit("maxrss_kib=", 1)[1].split()[0]) // 1024
+    return round(wall, 3), round(usage.ru_utime + usage.ru_stime, 3), rss
 
 
 def longest_silence(cmd: list[str], env: dict[str, str]) -> float:
