@@ -60,10 +60,30 @@ def _protected(app: AppContext, name: str) -> set[str]:
     return protected
 
 
+class _Bar:
+    """The export's progress on stderr: live from the first read of the source to the end."""
+
+    def __init__(self, bar: Any = None) -> None:
+        self._bar = bar
+        self._task = bar.add_task("export", total=None, files=0) if bar is not None else None
+
+    def total(self, size: int) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, total=size or None, completed=0)
+
+    def update(self, done: int, files: int) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, completed=done, files=files)
+
+    @property
+    def callback(self) -> Callable[[int, int], None] | None:
+        return self.update if self._bar is not None else None
+
+
 @contextmanager
-def _progress(app: AppContext, total: int) -> Iterator[Callable[[int, int], None] | None]:
+def _progress(app: AppContext) -> Iterator[_Bar]:
     if not app.out.show_progress:
-        yield None
+        yield _Bar()
         return
     from rich.progress import (
         BarColumn,
@@ -84,12 +104,7 @@ def _progress(app: AppContext, total: int) -> Iterator[Callable[[int, int], None
         console=app.out.err,
         transient=True,
     ) as bar:
-        task = bar.add_task("export", total=total or None, files=0)
-
-        def update(done: int, files: int) -> None:
-            bar.update(task, completed=done, files=files)
-
-        yield update
+        yield _Bar(bar)
 
 
 def export(
@@ -117,10 +132,12 @@ def export(
 
     app = get(ctx)
     export_root = _root(app, root)
-    info, apply = open_source(source, "docker-export" if stream else "auto")
-    name = name or name_for(source, info)
-    protected = _protected(app, name) if keep else set()
-    with _progress(app, info.size) as progress:
+    with _progress(app) as bar:
+        # The bar is up while the source is read to identify it (a whole archive is hashed).
+        info, apply = open_source(source, "docker-export" if stream else "auto", bar.callback)
+        name = name or name_for(source, info)
+        protected = _protected(app, name) if keep else set()
+        bar.total(info.size)
         result = service.export(
             info,
             apply,
@@ -129,7 +146,7 @@ def export(
             keep=keep,
             keep_host_keys=keep_host_keys,
             protected=protected,
-            progress=progress,
+            progress=bar.callback,
         )
     m = result.manifest
     if result.noop:

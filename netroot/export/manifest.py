@@ -16,6 +16,7 @@ from netroot.errors import UsageError
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 VERSION_RE = re.compile(r"^[0-9a-f]{12,64}$")
 FORMAT = 1
+TABLES = ',\n "origins": '  # where to_json's per-path tables begin
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +151,7 @@ class Manifest:
         compact = {"separators": (",", ":"), "sort_keys": True}
         return (
             head[:-2]
-            + ',\n "origins": '
+            + TABLES
             + json.dumps(origins, **compact)  # type: ignore[arg-type]
             + ',\n "entries": '
             + json.dumps(entries, **compact)  # type: ignore[arg-type]
@@ -164,9 +165,16 @@ class Manifest:
         return copy.deepcopy(data)
 
     @classmethod
-    def from_json(cls, text: str) -> Manifest:
-        data = json.loads(text)
-        data["entries"] = {p: Entry.from_json(v) for p, v in data.get("entries", {}).items()}
+    def from_json(cls, text: str, entries: bool = True) -> Manifest:
+        """Parse a manifest; without `entries` the per-path table is left empty (it is most
+        of the cost for a large tree, and a summary does not need it)."""
+        head = -1 if entries else text.find(TABLES)
+        # The big tables come last (to_json): a summary need not parse them at all.
+        data = json.loads(text[:head] + "\n}" if head > 0 else text)
+        if head > 0:
+            data["origins"] = {}
+        raw = data.get("entries", {}) if entries else {}
+        data["entries"] = {p: Entry.from_json(v) for p, v in raw.items()}
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in data.items() if k in known})
 

@@ -10,16 +10,19 @@ from netroot.errors import UsageError
 from netroot.export.sources import SourceInfo
 
 
-def open_source(source: str, via: str = "auto") -> tuple[SourceInfo, Callable[[Any], None]]:
+def open_source(
+    source: str, via: str = "auto", progress: Callable[[int, int], None] | None = None
+) -> tuple[SourceInfo, Callable[[Any], None]]:
     """What the source is, and a function that writes its members into a Writer.
 
     For an image, `via` is `auto` (the engine's layer dirs when readable, else `docker
-    export`) or `docker-export` (always the stream)."""
+    export`) or `docker-export` (always the stream). `progress` hears of an archive being
+    read to identify it (bytes so far)."""
     from netroot.export import sources
 
     path = Path(source)
     if path.exists():
-        info = sources.inspect_archive(path)
+        info = sources.inspect_archive(path, progress)
 
         def apply_archive(writer: Any) -> None:
             sources.apply_archive(info, writer)

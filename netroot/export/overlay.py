@@ -22,19 +22,11 @@ import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from netroot.export.members import Kind, Member
+from netroot.export.members import Kind, Member, kind_of_mode
 from netroot.export.writer import Writer
 
 OPAQUE = ("trusted.overlay.opaque", "user.overlay.opaque")
 KEPT_XATTRS = ("security.capability",)  # all that docker's tar writer carries
-_KINDS = {
-    stat.S_IFREG: Kind.FILE,
-    stat.S_IFDIR: Kind.DIR,
-    stat.S_IFLNK: Kind.SYMLINK,
-    stat.S_IFCHR: Kind.CHAR,
-    stat.S_IFBLK: Kind.BLOCK,
-    stat.S_IFIFO: Kind.FIFO,
-}
 
 
 @dataclass(frozen=True)
@@ -62,16 +54,31 @@ def _is_opaque(full: str) -> bool:
 
 
 def merged(dirs: Sequence[str]) -> Iterator[Visible]:
-    """The merged view of layer dirs (top first), parents before children."""
-    yield from _walk("", list(enumerate(dirs)))
+    """The merged view of layer dirs (top first), parents before children.
+
+    Depth first with an explicit stack (no recursion: an image may be thousands deep)."""
+    # Each item: a path to yield, and the layer dirs to list below it (empty: a leaf).
+    stack: list[tuple[Visible | None, list[tuple[int, str]]]] = [(None, list(enumerate(dirs)))]
+    while stack:
+        visible, layers = stack.pop()
+        if visible is not None:
+            yield visible
+        if layers:
+            rel = visible.path if visible is not None else ""
+            stack.extend(reversed(_children(rel, layers)))
 
 
-def _walk(rel: str, layers: list[tuple[int, str]]) -> Iterator[Visible]:
+Below = list[tuple[int, str]]  # (layer index, dir) merged below a path
+
+
+def _children(rel: str, layers: Below) -> list[tuple[Visible, Below]]:
+    """The visible entries of directory `rel`, by name, each with the dirs merged below it."""
     listings: list[tuple[int, dict[str, str]]] = []
     for index, full in layers:
         with os.scandir(full) as it:
             listings.append((index, {de.name: de.path for de in it}))
     names = sorted({name for _, listing in listings for name in listing})
+    out: list[tuple[Visible, Below]] = []
     for name in names:
         child = f"{rel}/{name}" if rel else name
         top: Visible | None = None
@@ -95,15 +102,15 @@ def _walk(rel: str, layers: list[tuple[int, str]]) -> Iterator[Visible]:
                 break
         if top is None or stat.S_ISSOCK(top.st.st_mode):
             continue
-        yield top
-        if below:
-            yield from _walk(child, below)
+        out.append((top, below))
+    return out
 
 
 def member(v: Visible) -> Member:
     """The tar member `docker export` would write for this path."""
     st = v.st
-    kind = _KINDS[stat.S_IFMT(st.st_mode)]
+    kind = kind_of_mode(st.st_mode)
+    assert kind is not None  # sockets are left out by merged()
     xattrs = {}
     for name in KEPT_XATTRS:
         with contextlib.suppress(OSError):  # absent: no xattr of that name

@@ -8,15 +8,7 @@ import stat
 from collections.abc import Callable, Mapping
 
 from netroot.export.manifest import Entry
-
-KINDS = {
-    stat.S_IFREG: "f",
-    stat.S_IFDIR: "d",
-    stat.S_IFLNK: "l",
-    stat.S_IFCHR: "c",
-    stat.S_IFBLK: "b",
-    stat.S_IFIFO: "p",
-}
+from netroot.export.members import kind_of_mode
 
 
 def _xattrs(full: str) -> tuple[tuple[str, str], ...]:
@@ -52,7 +44,8 @@ def scan(
     while stack:
         rel, full = stack.pop()
         st = os.lstat(full)
-        kind = KINDS.get(stat.S_IFMT(st.st_mode), "?")
+        known_kind = kind_of_mode(st.st_mode)
+        kind = known_kind.value if known_kind is not None else "?"
         data = ""
         size = 0
         if kind == "f":

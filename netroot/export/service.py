@@ -7,7 +7,6 @@ import datetime as dt
 import errno
 import fcntl
 import os
-import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from pathlib import Path
 from netroot import __version__
 from netroot.errors import Exit, NetrootError, UsageError
 from netroot.export import leftovers
+from netroot.export.fstree import ignore, remove_tree
 from netroot.export.manifest import (
     Layout,
     Manifest,
@@ -28,25 +28,24 @@ from netroot.export.manifest import (
 from netroot.export.scan import scan
 from netroot.export.sources import SourceInfo
 from netroot.export.writer import Progress, Reuse, Writer, is_enospc
+from netroot.fsutil import atomic_write, fsync_dir
 
 Apply = Callable[[Writer], None]
 
 
 @dataclass
 class ExportResult:
-    manifest: Manifest
+    manifest: Manifest  # a no-op's has no per-path entries loaded (see read_manifest)
     noop: bool
     switched: bool  # current changed
     pruned: list[str]
     seconds: float
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+# ROOT/NAME is not traversable by anyone but root: an image's setuid binaries and device
+# nodes must not be usable by a local account on the export host. The NFS servers run as
+# root (and boards mount with no_root_squash), so they still serve it.
+BASE_MODE = 0o700
 
 
 def _syncfs(path: Path) -> None:
@@ -63,7 +62,9 @@ def _syncfs(path: Path) -> None:
 
 def _prepare(layout: Layout) -> None:
     try:
-        layout.versions.mkdir(parents=True, exist_ok=True)
+        layout.base.mkdir(mode=BASE_MODE, parents=True, exist_ok=True)
+        os.chmod(layout.base, BASE_MODE)  # also an export tree made by an older netroot
+        layout.versions.mkdir(exist_ok=True)
         layout.staging.mkdir(exist_ok=True)
         probe = layout.staging / f".probe-{os.getpid()}"
         probe.touch()
@@ -96,22 +97,23 @@ def clean_stale(layout: Layout) -> list[str]:
     """Remove what a killed run left: staging dirs and version dirs without a manifest."""
     removed: list[str] = []
     for child in layout.staging.iterdir():
-        shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        remove_tree(str(child))
         removed.append(str(child))
     for child in layout.versions.iterdir():
-        if child.name.endswith(".json.tmp"):
+        if child.name.endswith(".tmp"):  # a manifest's temporary file (fsutil.atomic_write)
             child.unlink()
             removed.append(str(child))
         elif child.is_dir() and not layout.manifest_path(child.name).exists():
-            shutil.rmtree(child)
+            remove_tree(str(child))
             removed.append(str(child))
     return removed
 
 
-def read_manifest(layout: Layout, vid: str) -> Manifest:
+def read_manifest(layout: Layout, vid: str, entries: bool = True) -> Manifest:
+    """A version's manifest (its per-path entries left empty unless `entries`)."""
     path = layout.manifest_path(vid)
     try:
-        return Manifest.from_json(path.read_text())
+        return Manifest.from_json(path.read_text(), entries)
     except FileNotFoundError:
         raise UsageError(
             f"no version {vid!r} of {layout.name!r} under {layout.root}",
@@ -130,10 +132,11 @@ def current_id(layout: Layout) -> str | None:
 
 
 def list_versions(layout: Layout) -> list[Manifest]:
-    """Committed versions (a manifest exists), oldest first."""
+    """Committed versions (a manifest exists), oldest first; summaries (entries not loaded)."""
     if not layout.versions.is_dir():
         return []
-    found = [read_manifest(layout, p.name[: -len(".json")]) for p in layout.versions.glob("*.json")]
+    names = [p.name[: -len(".json")] for p in layout.versions.glob("*.json")]
+    found = [read_manifest(layout, vid, entries=False) for vid in names]
     return sorted(found, key=lambda m: (m.exported_at, m.version))
 
 
@@ -145,7 +148,7 @@ def switch_current(layout: Layout, vid: str) -> bool:
     tmp.unlink(missing_ok=True)
     os.symlink(f"versions/{vid}", tmp)
     os.rename(tmp, layout.current)
-    _fsync_dir(layout.base)
+    fsync_dir(layout.base)
     return True
 
 
@@ -153,14 +156,8 @@ def _commit(layout: Layout, staging: Path, manifest: Manifest) -> None:
     # The manifest is the commit point: a version dir without one is cleaned as stale.
     final = layout.version_dir(manifest.version)
     os.rename(staging, final)
-    _fsync_dir(layout.versions)
-    tmp = layout.versions / f"{manifest.version}.json.tmp"
-    with tmp.open("w") as f:
-        f.write(manifest.to_json())
-        f.flush()
-        os.fsync(f.fileno())
-    os.rename(tmp, layout.manifest_path(manifest.version))
-    _fsync_dir(layout.versions)
+    fsync_dir(layout.versions)
+    atomic_write(layout.manifest_path(manifest.version), manifest.to_json())
 
 
 def export(
@@ -185,7 +182,7 @@ def export(
     with locked(layout):
         clean_stale(layout)
         if layout.manifest_path(vid).exists():
-            manifest = read_manifest(layout, vid)
+            manifest = read_manifest(layout, vid, entries=False)  # a no-op needs the summary
             switched = switch_current(layout, vid)
             return ExportResult(manifest, True, switched, _prune_after(layout, keep, protected), 0)
         base = current_id(layout)
@@ -200,7 +197,7 @@ def export(
             manifest.reused_from = base or "" if manifest.reused_files else ""
             _commit(layout, staging, manifest)
         except BaseException as exc:
-            shutil.rmtree(staging, ignore_errors=True)
+            remove_tree(str(staging), ignore)
             if is_enospc(exc):
                 raise NetrootError(
                     f"no space left on the export root {root} (while writing {name} {vid})",
@@ -232,12 +229,17 @@ def _build(
 ) -> Manifest:
     writer = Writer(staging, reuse=reuse, progress=progress)
     apply(writer)
+    if len(writer.expected) == 1:  # only the root: a board cannot run nothing
+        raise UsageError(
+            f"{info.ref}: the image holds no files (an empty tree)",
+            "export an image or archive with a root filesystem in it",
+        )
     changes = leftovers.handle(writer, keep_host_keys)
     expected = writer.finish()
     _syncfs(staging)
     # Metadata re-read from disk after syncfs; content digests are those hashed while writing
     # (re-reading freshly written data would only hit the page cache). `verify` re-hashes all.
-    actual = scan(str(staging), digests=expected)
+    actual = scan(str(staging), digests=expected, progress=_steady(progress, writer))
     differences = diff_entries(expected, actual)
     if differences:
         raise NetrootError(
@@ -266,6 +268,13 @@ def _build(
         origins=dict(writer.origins) if info.kind == "image" else {},
         entries=actual,
     )
+
+
+def _steady(progress: Progress | None, writer: Writer) -> Progress | None:
+    """Progress while the written tree is re-read: the bar stays at what was written."""
+    if progress is None:
+        return None
+    return lambda _bytes, _files: progress(writer.bytes_done, writer.members_done)
 
 
 def verify(root: Path, name: str, vid: str | None = None) -> tuple[Manifest, list[str]]:
@@ -309,7 +318,7 @@ def _prune(layout: Layout, keep: int, protected: set[str]) -> list[str]:
             continue
         # Manifest first: a crash then leaves a stale dir, which the next run removes.
         layout.manifest_path(m.version).unlink()
-        _fsync_dir(layout.versions)
-        shutil.rmtree(layout.version_dir(m.version), ignore_errors=True)
+        fsync_dir(layout.versions)
+        remove_tree(str(layout.version_dir(m.version)), ignore)
         removed.append(m.version)
     return removed

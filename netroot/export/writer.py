@@ -10,19 +10,35 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import shutil
 import stat
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from netroot.export.fstree import remove_tree
 from netroot.export.manifest import Entry, xattr_items
-from netroot.export.members import S_IFMT_OF, Kind, Member, TreeGuard
+from netroot.export.members import PATH_MAX, S_IFMT_OF, Kind, Member, TreeGuard, UnsafeMember
 
 CHUNK = 1 << 20
 BUFFER_LIMIT = 32 << 20  # files up to this size are hashed before writing, to allow reuse
 O_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+TICK = 0.25  # seconds between progress reports: never silent for a second
+# What a member can make the filesystem refuse (its name, link count, xattrs, device number,
+# time): the archive's fault, refused naming it. Anything else is the environment's.
+MEMBER_ERRNOS = {
+    errno.ENAMETOOLONG: "name too long for the filesystem",
+    errno.EMLINK: "more hard links to one file than the filesystem allows",
+    errno.EFBIG: "file larger than the filesystem allows",
+    errno.EOVERFLOW: "value out of range for the filesystem",
+    errno.EINVAL: "refused by the filesystem as invalid",
+    errno.E2BIG: "xattrs larger than the filesystem allows",
+    errno.ERANGE: "xattrs larger than the filesystem allows",
+    errno.EOPNOTSUPP: "not supported by the filesystem",
+}
+ROOM = 16 << 20  # free bytes below which an ENOSPC from setxattr is a full disk
 
 
 class Readable(Protocol):
@@ -72,6 +88,9 @@ class Writer:
 
     def __post_init__(self) -> None:
         self._view = memoryview(bytearray(CHUNK))
+        self._last_tick = time.monotonic()
+        # In-tree paths are bounded so that ROOT/.../staging/ID/PATH stays under PATH_MAX.
+        self.guard.max_path = PATH_MAX - 2 - len(os.fsencode(str(self.root)))
         # The root's metadata unless the archive has a root entry ("./").
         os.chown(self.root, 0, 0)
         os.chmod(self.root, 0o755)
@@ -81,8 +100,10 @@ class Writer:
     def _abs(self, path: str) -> str:
         return f"{self.root}/{path}" if path else str(self.root)
 
-    def _clear(self, path: str, kind: Kind) -> None:
-        """Make room for `path`: unlink a non-directory; keep a directory if one is coming."""
+    def _clear(self, path: str, kind: Kind, gone: Sequence[str] = ()) -> None:
+        """Make room for `path`: unlink a non-directory; keep a directory if one is coming.
+
+        `gone` is what the guard dropped with it (a replaced directory's subtree)."""
         full = self._abs(path)
         try:
             st = os.lstat(full)
@@ -92,25 +113,44 @@ class Writer:
         if was_dir and kind is Kind.DIR:
             return
         if was_dir:
-            shutil.rmtree(full)
+            remove_tree(full)
         else:
             os.unlink(full)
-        self._forget(path, was_dir)
+        self._forget([path, *gone])
 
-    def _forget(self, path: str, was_dir: bool) -> None:
+    def _forget(self, paths: Sequence[str]) -> None:
         tables: tuple[dict[str, Any], ...] = (
             self.expected,
             self.inode,
             self.dir_times,
             self.origins,
         )
-        for table in tables:
-            table.pop(path, None)
-        if was_dir:
-            prefix = path + "/"
+        for path in paths:
             for table in tables:
-                for p in [p for p in table if p.startswith(prefix)]:
-                    del table[p]
+                table.pop(path, None)
+
+    def _tick(self) -> None:
+        if self.progress is not None:
+            now = time.monotonic()
+            if now - self._last_tick >= TICK:
+                self._last_tick = now
+                self.progress(self.bytes_done, self.members_done)
+
+    def _setxattr(self, target: int | str, key: str, value: bytes, m: Member) -> None:
+        try:
+            if isinstance(target, int):
+                os.setxattr(target, key, value)
+            else:
+                os.setxattr(target, key, value, follow_symlinks=False)
+        except OSError as exc:
+            # ext4 says ENOSPC when an xattr does not fit its inode/block: a full disk only
+            # when the filesystem has no room left.
+            if exc.errno == errno.ENOSPC and _free_bytes(self.root) < ROOM:
+                raise
+            if exc.errno in (errno.ENOSPC, *MEMBER_ERRNOS):
+                why = MEMBER_ERRNOS.get(exc.errno or 0, "larger than the filesystem allows")
+                raise UnsafeMember(m.path, f"xattr {key!r} ({len(value)} bytes): {why}") from None
+            raise
 
     def _meta(self, full: str, m: Member, fd: int | None = None) -> None:
         # Order matters: chown clears setuid/setgid and security.capability, so it goes first.
@@ -118,66 +158,66 @@ class Writer:
             os.fchown(fd, m.uid, m.gid)
             os.fchmod(fd, m.mode)
             for key, value in m.xattrs.items():
-                os.setxattr(fd, key, value)
+                self._setxattr(fd, key, value, m)
             os.utime(fd, ns=(m.mtime_ns, m.mtime_ns))
             return
         os.chown(full, m.uid, m.gid, follow_symlinks=False)
         if m.kind is not Kind.SYMLINK:
             os.chmod(full, m.mode)
         for key, value in m.xattrs.items():
-            os.setxattr(full, key, value, follow_symlinks=False)
+            self._setxattr(full, key, value, m)
 
     def apply(self, m: Member, data: Readable | None) -> None:
         """Write one member (its content read from `data` for regular files)."""
         parents = self.guard.missing_parents(m.path)
         existed = m.path in self.guard.kinds
-        replaces_dir = self.guard.admit(m, layered=self.layered)
+        gone = self.guard.admit(m, layered=self.layered)
         self.members_done += 1
         full = self._abs(m.path)
-        self._parents_from(parents)
-        if m.kind is Kind.DIR:
-            self._dir(m, full)
-        elif m.kind is Kind.HARDLINK:
-            self._clear(m.path, m.kind)
-            os.link(self._abs(m.linkname), full, follow_symlinks=False)
-            group = self.inode.setdefault(m.linkname, len(self.inode) + 1)
-            self.inode[m.path] = group
-            self.expected[m.path] = self.expected[m.linkname]
-        else:
-            if replaces_dir or existed:
-                self._clear(m.path, m.kind)
-            entry = self._entry(m)
-            if m.kind is Kind.FILE:
-                entry = self._file(m, full, data, entry)
-            elif m.kind is Kind.SYMLINK:
-                os.symlink(m.linkname, full)
-                self._meta(full, m)
-                os.utime(full, ns=(m.mtime_ns, m.mtime_ns), follow_symlinks=False)
+        with member_faults(m):
+            self._parents_from(parents)
+            if m.kind is Kind.DIR:
+                self._dir(m, full)
+            elif m.kind is Kind.HARDLINK:
+                self._clear(m.path, m.kind, gone)
+                os.link(self._abs(m.linkname), full, follow_symlinks=False)
+                group = self.inode.setdefault(m.linkname, len(self.inode) + 1)
+                self.inode[m.path] = group
+                self.expected[m.path] = self.expected[m.linkname]
             else:
-                dev = os.makedev(m.devmajor, m.devminor) if m.kind is not Kind.FIFO else 0
-                os.mknod(full, S_IFMT_OF[m.kind] | 0o600, dev)
-                self._meta(full, m)
-                os.utime(full, ns=(m.mtime_ns, m.mtime_ns), follow_symlinks=False)
-            self.expected[m.path] = entry
-        if self.progress is not None and self.members_done % 256 == 0:
-            self.progress(self.bytes_done, self.members_done)
+                if gone or existed:
+                    self._clear(m.path, m.kind, gone)
+                entry = self._entry(m)
+                if m.kind is Kind.FILE:
+                    entry = self._file(m, full, data, entry)
+                elif m.kind is Kind.SYMLINK:
+                    os.symlink(m.linkname, full)
+                    self._meta(full, m)
+                    os.utime(full, ns=(m.mtime_ns, m.mtime_ns), follow_symlinks=False)
+                else:
+                    dev = os.makedev(m.devmajor, m.devminor) if m.kind is not Kind.FIFO else 0
+                    os.mknod(full, S_IFMT_OF[m.kind] | 0o600, dev)
+                    self._meta(full, m)
+                    os.utime(full, ns=(m.mtime_ns, m.mtime_ns), follow_symlinks=False)
+                self.expected[m.path] = entry
+        self._tick()
 
     def link_previous(self, m: Member, prev: Entry) -> None:
         """Make `m` a hard link to the previous version's identical inode (caller checked)."""
         assert self.reuse is not None and m.kind is Kind.FILE
         parents = self.guard.missing_parents(m.path)
         existed = m.path in self.guard.kinds
-        replaces_dir = self.guard.admit(m, layered=self.layered)
-        self._parents_from(parents)
-        if existed or replaces_dir:
-            self._clear(m.path, m.kind)
-        os.link(f"{self.reuse.root}/{m.path}", self._abs(m.path), follow_symlinks=False)
+        gone = self.guard.admit(m, layered=self.layered)
+        with member_faults(m):
+            self._parents_from(parents)
+            if existed or gone:
+                self._clear(m.path, m.kind, gone)
+            os.link(f"{self.reuse.root}/{m.path}", self._abs(m.path), follow_symlinks=False)
         self.expected[m.path] = prev  # candidates are never in a hard-link group
         self.reused += 1
         self.members_done += 1
         self.bytes_done += m.size
-        if self.progress is not None and self.members_done % 256 == 0:
-            self.progress(self.bytes_done, self.members_done)
+        self._tick()
 
     def entry_for(self, m: Member) -> Entry:
         """The entry `m` produces on disk (content digest not included)."""
@@ -207,7 +247,7 @@ class Writer:
         except FileNotFoundError:
             st = None
         if st is not None and not stat.S_ISDIR(st.st_mode):
-            self._clear(m.path, Kind.FILE)
+            self._clear(m.path, Kind.FILE)  # the guard replaced the entry already
             st = None
         if st is None:
             os.mkdir(full, 0o700)
@@ -251,6 +291,7 @@ class Writer:
                     h.update(view[:n])
                     _write_all(fd, view[:n])
                     self.bytes_done += n
+                    self._tick()
             self._meta(full, m, fd)
         finally:
             os.close(fd)
@@ -262,13 +303,15 @@ class Writer:
         if opaque:
             if self.guard.kinds.get(path) is not Kind.DIR:
                 return
-            for child in self.guard.children(path):
-                self.guard.kinds.pop(child, None)
+            gone = self.guard.clear_dir(path)
             for name in os.listdir(self._abs(path)):
-                self._clear(f"{path}/{name}" if path else name, Kind.FILE)
+                remove_tree(self._abs(f"{path}/{name}" if path else name))
+            self._forget(gone)
         elif path in self.guard.kinds:
-            self._clear(path, Kind.FILE)
-            self.guard.remove(path)
+            gone = self.guard.remove(path)
+            remove_tree(self._abs(path))
+            self._forget(gone)
+        self._tick()
 
     def finish(self) -> dict[str, Entry]:
         """Set directory times deepest first (creating children changed them); return entries."""
@@ -291,6 +334,25 @@ def _write_all(fd: int, chunk: bytes | memoryview) -> None:
     while view:
         n = os.write(fd, view)
         view = view[n:]
+
+
+@contextmanager
+def member_faults(m: Member) -> Iterator[None]:
+    """An errno the member causes (see MEMBER_ERRNOS) becomes a refusal naming it."""
+    try:
+        yield
+    except OSError as exc:
+        why = MEMBER_ERRNOS.get(exc.errno or 0)
+        if why is None:
+            raise
+        raise UnsafeMember(m.path, f"{why} ({exc.strerror})") from None
+    except OverflowError as exc:  # a value beyond the C types (the filter bounds them)
+        raise UnsafeMember(m.path, f"value out of range ({exc})") from None
+
+
+def _free_bytes(path: Path) -> int:
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
 
 
 def is_enospc(exc: BaseException) -> bool:

@@ -164,3 +164,45 @@ def test_unknown_image_and_unreachable_daemon(tmp_path: Path, docker_client: Any
     )
     assert p.returncode == 5 and "Docker engine unreachable" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 2  # one line + hint
+
+
+def test_docker_save_with_a_swapped_layer_is_refused(
+    images: Path, docker_client: Any, tmp_path: Path
+) -> None:
+    # A real `docker save` archive, its top layer replaced by another one (one more file),
+    # manifest and config kept: the config's diff id no longer matches, so it is refused.
+    import io
+    import tarfile
+
+    real = tmp_path / "real.tar"
+    with real.open("wb") as f:
+        for chunk in docker_client.images.get(dockerkit.LAYERED).save(named=True):
+            f.write(chunk)
+    with tarfile.open(real) as tf:
+        manifest = json.loads(tf.extractfile("manifest.json").read())  # type: ignore[union-attr]
+        top = manifest[0]["Layers"][-1]
+        members = [(ti, tf.extractfile(ti).read() if ti.isreg() else b"") for ti in tf]  # type: ignore[union-attr]
+    evil = tmp_path / "evil.tar"
+    with tarfile.open(evil, "w") as out:
+        for ti, data in members:
+            if ti.name == top:
+                buf = io.BytesIO()
+                with (
+                    tarfile.open(fileobj=io.BytesIO(data)) as layer,
+                    tarfile.open(fileobj=buf, mode="w") as new,
+                ):
+                    for m in layer:
+                        new.addfile(m, layer.extractfile(m) if m.isreg() else None)
+                    extra = tarfile.TarInfo("etc/evil")
+                    extra.size = 5
+                    new.addfile(extra, io.BytesIO(b"evil\n"))
+                data = buf.getvalue()
+                ti.size = len(data)
+            out.addfile(ti, io.BytesIO(data) if ti.isreg() else None)
+    p = netroot("export", str(evil), "--name", "s", "--root", str(tmp_path / "root"), home=tmp_path)
+    assert p.returncode == 2, p.stderr
+    assert repr(top) in p.stderr and "does not match the image config's diff id" in p.stderr
+    assert (tmp_path / "root/s/versions").is_dir()  # the name was set up, nothing committed
+    assert not (tmp_path / "root/s/current").exists()
+    assert os.listdir(tmp_path / "root/s/versions") == []
+    assert export_json(tmp_path, str(real), "--name", "s")["source"]["kind"] == "docker-save"

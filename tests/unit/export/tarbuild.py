@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -69,21 +70,40 @@ def write_tar(path: Path, specs: list[Spec]) -> Path:
     return path
 
 
-def write_docker_save(path: Path, layers: list[list[Spec]], tags: list[str]) -> Path:
-    """A legacy `docker save` archive: manifest.json, a config, one layer.tar per layer."""
+def write_docker_save(
+    path: Path,
+    layers: list[list[Spec]],
+    tags: list[str],
+    diff_ids: list[str] | None = None,
+    manifest: object = None,
+) -> Path:
+    """A legacy `docker save` archive: manifest.json, a config, one layer.tar per layer.
+
+    The config's rootfs.diff_ids are the layers' sha256 unless `diff_ids` says otherwise;
+    `manifest` replaces manifest.json's content (to build malformed ones)."""
+    blobs = [tar_bytes(specs) for specs in layers]
+    if diff_ids is None:
+        diff_ids = ["sha256:" + hashlib.sha256(b).hexdigest() for b in blobs]
     config = json.dumps(
-        {"architecture": "amd64", "created": "2024-01-01T00:00:00Z", "rootfs": {"type": "layers"}}
+        {
+            "architecture": "amd64",
+            "created": "2024-01-01T00:00:00Z",
+            "rootfs": {"type": "layers", "diff_ids": diff_ids},
+        }
     ).encode()
     with tarfile.open(path, "w") as tar:
         names = []
-        for i, specs in enumerate(layers):
-            data = tar_bytes(specs)
+        for i, data in enumerate(blobs):
             ti = tarfile.TarInfo(f"layer{i}/layer.tar")
             ti.size = len(data)
             tar.addfile(ti, io.BytesIO(data))
             names.append(ti.name)
-        manifest = json.dumps([{"Config": "config.json", "RepoTags": tags, "Layers": names}])
-        for name, blob in (("config.json", config), ("manifest.json", manifest.encode())):
+        if manifest is None:
+            manifest = [{"Config": "config.json", "RepoTags": tags, "Layers": names}]
+        for name, blob in (
+            ("config.json", config),
+            ("manifest.json", json.dumps(manifest).encode()),
+        ):
             ti = tarfile.TarInfo(name)
             ti.size = len(blob)
             tar.addfile(ti, io.BytesIO(blob))

@@ -255,3 +255,11 @@ def test_manifest_roundtrip(tmp_path: Path) -> None:
     m = export_tar(tmp_path, ROOTFS, "v1").manifest
     again = Manifest.from_json(m.to_json())
     assert again == m
+
+
+def test_manifest_summary_skips_the_tables(tmp_path: Path) -> None:
+    m = export_tar(tmp_path, ROOTFS, "v1").manifest
+    summary = Manifest.from_json(m.to_json(), entries=False)
+    assert summary.entries == {} and summary.origins == {}
+    assert summary.summary() == m.summary()
+    assert Manifest.from_json(m.to_json()).entries == m.entries
