@@ -45,19 +45,15 @@ def _root(app: AppContext, root: Path | None) -> Path:
 
 def _protected(app: AppContext, name: str) -> set[str]:
     """Versions a board of NAME is pinned to, assigned to, or last ran green (never pruned)."""
-    from netroot.rollout.state import load_state
+    from netroot.rollout.service import Fleet, protected_versions
 
     inv = _inventory_or_none(app)
-    if inv is None:
+    if inv is None or not inv.servers:
         return set()
+    fleet = Fleet(inv)
     boards = [b for b in inv.boards.values() if b.image == name]
-    protected = {b.version for b in boards if b.version}
-    state = load_state(inv.path)
-    for board in boards:
-        st = state.boards.get(board.name)
-        if st is not None:
-            protected |= {v for v in (st.assigned, st.last_good) if v}
-    return protected
+    state = fleet.load()
+    return protected_versions(boards, state, fleet.desired(boards, state), name)
 
 
 @contextmanager

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import typer
@@ -32,19 +31,15 @@ def smoke(
     ),
 ) -> None:
     """Smoke boards: version mounted, read-only root, /dev /proc /sys, armhf, identity, QPU."""
-    from netroot.rollout.state import load_state
+    from netroot.rollout.service import Fleet, smoke_expectations
     from netroot.smoke.qpu import run_qpu
-    from netroot.smoke.service import run_smoke
+    from netroot.smoke.service import record_results, run_smoke
 
     app = get(ctx)
-    inv = app.inventory()
+    fleet = Fleet(app.inventory())
+    inv = fleet.inventory
     boards = inv.resolve(targets)
-    state = load_state(inv.path)
-    expected = {
-        b.name: {"version": v}
-        for b in boards
-        if (v := b.version or (state.boards[b.name].assigned if b.name in state.boards else None))
-    }
+    expected = smoke_expectations(fleet.desired(boards, fleet.load()))
     app.out.info(f"smoking {', '.join(b.name for b in boards)} (qpu: {qpu})")
     report = run_smoke(
         inv,
@@ -55,11 +50,7 @@ def smoke(
         qpu_runner=run_qpu,
         log=app.out.debug,
     )
-    now = time.time()
-    for b in report.boards:
-        st = state.board(b.board)
-        st.smoke_status, st.smoke_time = b.status, now
-    state.save()
+    record_results(fleet, report)
     if junit is not None:
         junit.write_text(report.junit())
     if as_json:

@@ -61,24 +61,6 @@ class RunPlan:
         }
 
 
-def _expand(inventory: Inventory, targets: list[str]) -> list[str]:
-    hosts: list[str] = []
-    for target in targets:
-        if target in inventory.hosts:
-            names = [target]
-        elif target in inventory.groups:
-            names = sorted(inventory.groups[target])
-            if not names:
-                raise UsageError(f"group {target!r} has no hosts", f"see {inventory.path}")
-        else:
-            known = ", ".join(sorted(inventory.hosts)) or "none"
-            raise UsageError(
-                f"no host or group named {target!r} in {inventory.path}", f"hosts: {known}"
-            )
-        hosts.extend(n for n in names if n not in hosts)
-    return hosts
-
-
 def _bad(inventory: Inventory, host: str, key: str, value: Any, expected: str) -> InventoryError:
     return InventoryError(f"{inventory.path}: host {host}: {key} = {value!r}: expected {expected}")
 
@@ -140,7 +122,7 @@ def build(
         raise UsageError("name the hosts or groups to provision, or pass --all (not both)")
     if not inventory.servers:
         raise InventoryError(f"{inventory.path}: no host in group nfs_servers")
-    hosts = list(inventory.hosts) if all_hosts else _expand(inventory, targets)
+    hosts = inventory.expand(targets, all_hosts)
     servers = tuple(inventory.servers)
     boards = tuple(h for h in inventory.boards if h in hosts)
     others = [h for h in hosts if h not in inventory.boards and h not in inventory.servers]

@@ -151,3 +151,15 @@ def run_smoke(
             for b in boards
         ]
         return SmokeReport([run.result() for run in runs])
+
+
+def record_results(fleet: Any, report: SmokeReport) -> None:
+    """Record each board's smoke in the fleet state (`fleet`: rollout.service.Fleet).
+
+    Re-read just before the write so a smoke run does not undo what a writer recorded meanwhile.
+    """
+    from netroot.rollout.service import record_smoke
+
+    state = fleet.load()
+    record_smoke(state, ((b.board, b.status, b.reachable) for b in report.boards))
+    state.save()
