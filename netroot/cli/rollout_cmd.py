@@ -19,9 +19,9 @@ ROLLOUT_HELP = (
     "`netroot export`, a release). --dry-run, like a declined prompt, only prints the plan: "
     "nothing is exported, staged, recorded or locked. The failure budget (--max-fail) is over "
     "the WHOLE rollout, not per batch; a board that cannot be reached counts as failed; a "
-    "batch in which every board fails stops the rollout. Failed boards go back on their last "
-    "good version. One writer at a time: a rollout, rollback or provision running on the same "
-    "export root (from any control host) makes this one exit 6 naming it."
+    "batch in which every board fails is judged by the same budget. Failed boards go back on "
+    "their last good version. One writer at a time: a rollout, rollback or provision running "
+    "on the same export root (from any control host) makes this one exit 6 naming it."
 )
 ROLLOUT_EPILOG = (
     "Exit codes: 0 every board on the new version and smoked green, 1 stopped (budget spent or "

@@ -1,4 +1,4 @@
-"""A fake fleet for the rollout's unit tests: an inventory over a tmp export root, boards in memory."""
+"""A fake fleet for the rollout's unit tests: inventory over a tmp export root, boards in memory."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def inventory(root: Path, path: Path, boards: int = 3, pins: Mapping[str, str] =
 
 
 class FakeBoards:
-    """Boards that mount what they are switched to; some fail smoke of some versions, some are down."""
+    """Boards that mount what they are switched to; some fail a version's smoke, some are down."""
 
     def __init__(
         self,

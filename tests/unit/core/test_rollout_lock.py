@@ -15,7 +15,7 @@ def test_second_writer_refused_naming_the_first(tmp_path: Path) -> None:
     with lock.held(tmp_path, "netroot rollout img:1"):
         with pytest.raises(lock.LockHeld) as info:
             lock.acquire(tmp_path, "netroot rollout img:2")
-        assert info.value.code == Exit.BUSY == 6
+        assert info.value.code == Exit.BUSY and int(Exit.BUSY) == 6
         assert "netroot rollout img:1" in info.value.message
         assert lock.this_host() in info.value.message
         with pytest.raises(lock.LockHeld):
@@ -55,7 +55,7 @@ def test_pid_reused_by_another_process_is_stale(tmp_path: Path) -> None:
 
 def test_other_host_needs_break_lock(tmp_path: Path) -> None:
     _plant(tmp_path, "elsewhere.example", 4242)
-    with pytest.raises(lock.LockHeld, match="elsewhere.example") as info:
+    with pytest.raises(lock.LockHeld, match=r"elsewhere\.example") as info:
         lock.acquire(tmp_path, "netroot rollout y")
     assert "--break-lock" in info.value.hint
     me = lock.acquire(tmp_path, "netroot rollout y", break_lock=True)

@@ -43,12 +43,12 @@ def _fleet(tmp_path: Path, where: str = "ops") -> Fleet:
 
 
 def _rollout(
-    fleet: Fleet, boards: FakeBoards, source: str, dry_run: bool = False, **kw: object
+    fleet: Fleet, boards: FakeBoards, source: str, dry_run: bool = False, canary: int = 1
 ) -> runner.RolloutOutcome | runner.PlannedRollout:
     info, apply = open_source(source)
     inv: Inventory = fleet.inventory
     planned = runner.plan_rollout(
-        fleet, inv.resolve(["boards"]), info, "raspbian", int(kw.get("canary", 1)),
+        fleet, inv.resolve(["boards"]), info, "raspbian", canary,
         Count(1, False), Count(0, False), 0.0, lambda _m: None, observe=boards.observe,
     )  # fmt: skip
     if dry_run:

@@ -27,8 +27,8 @@ def test_controller_local_file_is_taken_over_on_first_write(tmp_path: Path) -> N
     root, home = tmp_path / "root", tmp_path / "home"
     home.mkdir()
     inv = home / "inventory.yml"
-    old = {"boards": {"pi-01": {"assigned": "aaa", "last_good": "aaa", "history": ["aaa"],
-                                "phase": "ok", "smoke_status": "pass"}}, "rollout": None}  # fmt: skip
+    board = {"assigned": "aaa", "last_good": "aaa", "history": ["aaa"], "smoke_status": "pass"}
+    old = {"boards": {"pi-01": board}, "rollout": None}
     legacy_path(inv).write_text(json.dumps(old))
     state = load_state(root, inv)
     assert state.boards["pi-01"].assigned == "aaa"
