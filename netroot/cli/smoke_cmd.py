@@ -31,6 +31,7 @@ def smoke(
     ),
 ) -> None:
     """Smoke boards: version mounted, read-only root, /dev /proc /sys, armhf, identity, QPU."""
+    from netroot.fsutil import atomic_write
     from netroot.rollout.service import Fleet, smoke_expectations
     from netroot.smoke.qpu import run_qpu
     from netroot.smoke.service import record_results, run_smoke
@@ -52,7 +53,7 @@ def smoke(
     )
     record_results(fleet, report)
     if junit is not None:
-        junit.write_text(report.junit())
+        atomic_write(junit, report.junit(), durable=False)  # a CI never reads half a report
     if as_json:
         app.out.json(report.to_dict())
     else:

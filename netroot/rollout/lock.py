@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from netroot.errors import Exit, NetrootError, UsageError
+from netroot.fsutil import atomic_write
 
 LOCK_NAME = ".netroot-lock"
 
@@ -114,7 +115,7 @@ def acquire(root: Path, command: str, *, break_lock: bool = False) -> Holder:
     tmp = root / f"{LOCK_NAME}.{me.token}.tmp"
     try:
         root.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(asdict(me)))
+        atomic_write(tmp, json.dumps(asdict(me)))  # complete and durable before it is linked
     except OSError as exc:
         raise UsageError(
             f"cannot write the lock in the export root {root}: {exc.strerror}",
