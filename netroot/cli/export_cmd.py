@@ -44,7 +44,7 @@ def _root(app: AppContext, root: Path | None) -> Path:
 
 
 def _protected(app: AppContext, name: str) -> set[str]:
-    """Versions a board of NAME is pinned to, assigned to, or last ran green (never pruned)."""
+    """Versions a board of NAME should run, is assigned, has mounted or last ran green."""
     from netroot.rollout.service import Fleet, protected_versions
 
     inv = _inventory_or_none(app)
@@ -107,7 +107,13 @@ def export(
     ),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
-    """Export an image's filesystem as a new verified version; switch `current` to it."""
+    """Export an image's filesystem as a new verified version; switch `current` to it.
+
+    This is a release: boards never assigned a version (by a rollout or rollback) and not
+    pinned follow `current` on their next `netroot provision`. `netroot rollout` exports
+    without moving `current`, and moves it only once every board it targeted runs the new
+    version, smoked green.
+    """
     from netroot.export import service
     from netroot.export.open import name_for, open_source
 
