@@ -145,11 +145,16 @@ def rollout(
     if not as_json:
         _plan_table(app, planned.plan, name, planned.pinned)
     if dry_run or not planned.plan.batches:
+        released = False
         if not dry_run:
             app.out.info("nothing to do: every board already runs this version, smoked green")
+            with lock.held(fleet.root, _command_line(), break_lock=break_lock):
+                released = runner.release_if_green(fleet, planned, name)
+            if released:
+                app.out.info(f"{name}: current -> {planned.plan.to_version}")
         if as_json:
             app.out.json({"plan": planned.plan.to_dict(), "pinned": planned.pinned,
-                          "dry_run": dry_run, "boards": []})  # fmt: skip
+                          "dry_run": dry_run, "released": released, "boards": []})  # fmt: skip
         return
     _confirm(yes, f"roll {planned.plan.to_version} out to {len(planned.plan.boards)} boards?")
     with lock.held(fleet.root, _command_line(), break_lock=break_lock):

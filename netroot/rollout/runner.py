@@ -9,7 +9,7 @@ targeted board ended on the version, smoked green.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,7 +98,6 @@ def run(
     Call with the writer's lock held. `engine_fleet` replaces the Ansible fleet (tests).
     """
     from netroot.export import service as export_service
-    from netroot.export.manifest import Layout
     from netroot.rollout.fleet import AnsibleFleet
 
     state = fleet.load()  # again: the plan was read before the lock
@@ -110,16 +109,30 @@ def run(
     state.save()
     target = engine_fleet or AnsibleFleet(fleet.inventory, qpu_mode=qpu, checks_dir=checks, log=log)
     result = run_rollout(planned.plan, state, target, source, log=log, name=name)
-    released = False
-    targeted = [b.name for b in planned.boards]
-    if not result.stopped and service.rollout_green(
-        [*result.results, *_unchanged_ok(planned.plan, state)], targeted
-    ):
-        released = export_service.switch_current(Layout(fleet.root, name), planned.plan.to_version)
-        released = released or export_service.current_id(Layout(fleet.root, name)) == (
-            planned.plan.to_version
-        )
+    released = not result.stopped and release_if_green(fleet, planned, name, result.results)
     return RolloutOutcome(result, released)
+
+
+def release_if_green(
+    fleet: Fleet, planned: PlannedRollout, name: str, results: Sequence[BoardResult] = ()
+) -> bool:
+    """Move `current` to the rollout's version when every targeted board runs it green.
+
+    Also what a rerun with nothing left to switch does (a controller that died after the
+    last smoke, before this step). Call with the writer's lock held.
+    """
+    from netroot.export import service as export_service
+    from netroot.export.manifest import Layout
+
+    state = fleet.load()
+    targeted = [b.name for b in planned.boards]
+    if not service.rollout_green([*results, *_unchanged_ok(planned.plan, state)], targeted):
+        return False
+    layout = Layout(fleet.root, name)
+    if not layout.manifest_path(planned.plan.to_version).exists():
+        return False
+    export_service.switch_current(layout, planned.plan.to_version)
+    return True
 
 
 def _unchanged_ok(plan: Plan, state: Any) -> list[BoardResult]:

@@ -166,3 +166,26 @@ def test_rollback_returns_to_previous_good(
     results = runner.rollback(fleet, pi01, None, lambda _m: None, engine_fleet=boards)
     assert [(r.outcome, r.version) for r in results] == [(Outcome.ROLLED_BACK, version_a)]
     assert fleet.load().boards["pi-01"].assigned == version_a
+
+
+def test_rerun_with_nothing_left_releases(
+    tmp_path: Path, released: tuple[Fleet, FakeBoards, str]
+) -> None:
+    """The controller died after the last smoke, before moving `current`: a rerun moves it."""
+    fleet, boards, version_a = released
+    source = _image(tmp_path, "b")
+    out = _rollout(fleet, boards, source)
+    assert isinstance(out, runner.RolloutOutcome) and out.released
+    layout = Layout(fleet.root, "raspbian")
+    version_b = export_service.current_id(layout)
+    export_service.switch_current(layout, version_a)  # as if the release never happened
+    planned = _rollout(fleet, boards, source, dry_run=True)
+    assert isinstance(planned, runner.PlannedRollout) and not planned.plan.batches
+    assert runner.release_if_green(fleet, planned, "raspbian")
+    assert export_service.current_id(layout) == version_b
+    boards.bad = {"pi-02": version_b}  # a board that is not green on it holds the release back
+    fleet_state = fleet.load()
+    fleet_state.board("pi-02").last_good = version_a
+    fleet_state.save()
+    export_service.switch_current(layout, version_a)
+    assert not runner.release_if_green(fleet, planned, "raspbian")
