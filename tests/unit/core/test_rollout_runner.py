@@ -178,12 +178,13 @@ def test_rerun_with_nothing_left_releases(
     assert isinstance(out, runner.RolloutOutcome) and out.released
     layout = Layout(fleet.root, "raspbian")
     version_b = export_service.current_id(layout)
+    assert version_b is not None
     export_service.switch_current(layout, version_a)  # as if the release never happened
     planned = _rollout(fleet, boards, source, dry_run=True)
     assert isinstance(planned, runner.PlannedRollout) and not planned.plan.batches
     assert runner.release_if_green(fleet, planned, "raspbian")
     assert export_service.current_id(layout) == version_b
-    boards.bad = {"pi-02": version_b}  # a board that is not green on it holds the release back
+    # A board that is not green on it holds the release back.
     fleet_state = fleet.load()
     fleet_state.board("pi-02").last_good = version_a
     fleet_state.save()
