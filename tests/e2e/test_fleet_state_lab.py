@@ -92,6 +92,23 @@ def _start(inv: Path, image: str, *extra: str) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
+def _tree_of(pid: int) -> list[int]:
+    """`pid` and all its descendants (Ansible's runner starts its own sessions)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rpartition(")")[2].split()[1])
+        except (OSError, ValueError):
+            continue
+    found, todo = [pid], [pid]
+    while todo:
+        parent = todo.pop()
+        kids = [p for p, pp in parents.items() if pp == parent]
+        found += kids
+        todo += kids
+    return found
+
+
 def test_dry_run_writes_nothing(lab: LabHandle, copies: list[Path]) -> None:
     image = variant_image("e2e-dry", "dry")
     before, mounted = _tree(lab.export_root), _mounted(copies[0])
@@ -178,7 +195,11 @@ def test_controller_killed_then_resumed_from_the_other_copy(
                 break  # the canary is green: the controller dies during the next batch
         time.sleep(0.5)
     assert first.poll() is None, first.stderr.read() if first.stderr else ""
-    os.killpg(first.pid, signal.SIGKILL)  # the whole controller: netroot, Ansible, ssh
+    for pid in _tree_of(first.pid):  # the whole controller: netroot, Ansible, pytest, ssh
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     first.wait()
     assert (lab.export_root / ".netroot-lock").exists()  # left behind by the dead holder
     rc, result, stderr = _rollout(copies[1], image, "--canary", "1", "--batch", "1")
