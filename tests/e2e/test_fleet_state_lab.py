@@ -13,6 +13,7 @@ user); the fleet state is read from the lab's export root.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -196,10 +197,8 @@ def test_controller_killed_then_resumed_from_the_other_copy(
         time.sleep(0.5)
     assert first.poll() is None, first.stderr.read() if first.stderr else ""
     for pid in _tree_of(first.pid):  # the whole controller: netroot, Ansible, pytest, ssh
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     first.wait()
     assert (lab.export_root / ".netroot-lock").exists()  # left behind by the dead holder
     rc, result, stderr = _rollout(copies[1], image, "--canary", "1", "--batch", "1")
