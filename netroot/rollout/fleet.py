@@ -19,6 +19,7 @@ class AnsibleFleet:
     checks_dir: Path | None = None
     log: Callable[[str], None] = lambda _m: None
     smoke_reports: list[Any] = field(default_factory=list)
+    runner: Any = None  # provision's runner (None: ansible-runner); tests replay recorded runs
 
     def switch(self, versions: Mapping[str, str], stagger: float) -> dict[str, Result]:
         """One Ansible run for the batch; with a stagger, one board at a time, S seconds apart."""
@@ -34,7 +35,7 @@ class AnsibleFleet:
     def _provision(self, versions: dict[str, str]) -> dict[str, Result]:
         from netroot.provision.service import provision
 
-        result = provision(self.inventory, list(versions), versions=versions)
+        result = provision(self.inventory, list(versions), versions=versions, runner=self.runner)
         messages = {f.host: f"{f.task}: {f.message}" for f in result.summary.failures}
         out: dict[str, Result] = {}
         for board, version in versions.items():
