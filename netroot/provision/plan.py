@@ -116,8 +116,13 @@ def build(
     extra_vars: Mapping[str, Any] | None = None,
     check: bool = False,
     diff: bool = False,
+    server_configured: bool = False,
 ) -> RunPlan:
-    """The run for `targets` (host/group names) or every host; versions: board -> version id."""
+    """The run for `targets` (host/group names) or every host; versions: board -> version id.
+
+    server_configured: the server's exports are known to list every board already (an earlier
+    run of the same rollout did it), so its play only reads the exported versions.
+    """
     if all_hosts == bool(targets):
         raise UsageError("name the hosts or groups to provision, or pass --all (not both)")
     if not inventory.servers:
@@ -148,5 +153,7 @@ def build(
     # The server play always runs: boards need its facts, and its exports must list every
     # board of the inventory before a new board can mount.
     playbook = "site.yml" if boards else "nfs_server.yml"
+    if boards and server_configured:
+        playbook = "boards.yml"
     limit = () if all_hosts else (*servers, *boards)
     return RunPlan(playbook, inventory.path, limit, extravars, check, diff, servers, boards)

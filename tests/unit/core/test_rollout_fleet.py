@@ -74,3 +74,17 @@ def test_a_play_aborted_before_the_boards_is_a_failure(tmp_path: Path) -> None:
         "pi-b": Outcome.FAILED,
     }
     assert all("ansible rc 2" in r[1] for r in switched.values())
+
+
+def test_later_batches_leave_the_server_configured(tmp_path: Path) -> None:
+    playbooks: list[str] = []
+    replay = _replay(_events(), 4)
+
+    def runner(plan: RunPlan, handle: Callable[[Mapping[str, Any]], None]) -> Any:
+        playbooks.append(plan.playbook)
+        return replay(plan, handle)
+
+    fleet = AnsibleFleet(_inventory(tmp_path), runner=runner)
+    fleet.switch({"pi-a": V}, 0.0)
+    fleet.switch({"pi-b": V}, 0.0)
+    assert playbooks == ["site.yml", "boards.yml"]
