@@ -105,6 +105,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1,3")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--one-by-one", action="store_true",
+        help="also the default shape at the largest size: canary 1, then batches of 1",
+    )  # fmt: skip
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     libc = ctypes.CDLL(None, use_errno=True)
@@ -127,11 +131,30 @@ def main() -> None:
                          "cpu_s_per_board": round(best[0] / n, 2),
                          "baseline_status_cpu_s": round(base, 2),
                          "ratio_to_baseline": round(best[0] / base, 1)})  # fmt: skip
+        if args.one_by_one:
+            n, group = max(sizes), f"bench_{max(sizes)}"
+            shape = (
+                "--name",
+                "raspbian",
+                "--canary",
+                "1",
+                "--batch",
+                "1",
+                "--yes",
+                "--qpu",
+                "skip",
+            )
+            measured(inv, "rollout", IMAGE_A, "--group", group, *rollout)
+            cpu, wall = measured(inv, "rollout", IMAGE_B, "--group", group, *shape)
+            rows.append({"boards": n, "shape": "canary 1, batches of 1",
+                         "cpu_s": round(cpu, 2), "wall_s": round(wall, 1),
+                         "cpu_s_per_board": round(cpu / n, 2)})  # fmt: skip
         measured(inv, "rollout", IMAGE_A, "--group", "boards", *rollout)  # leave the lab on A
     print(f"{'boards':>6} {'cpu s':>8} {'wall s':>8} {'cpu s/board':>12} {'status cpu s':>13}")
     for r in rows:
         print(f"{r['boards']:>6} {r['cpu_s']:>8} {r['wall_s']:>8} {r['cpu_s_per_board']:>12} "
-              f"{r['baseline_status_cpu_s']:>13}")  # fmt: skip
+              f"{r.get('baseline_status_cpu_s', '-'):>13} "
+              f"{r.get('shape', 'one batch')}")  # fmt: skip
     print(json.dumps({"goal_cpu_s_per_board_at_6": 1.5, "rounds": args.rounds, "rows": rows}))
 
 
