@@ -115,7 +115,7 @@ def main() -> None:
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     build_b()
     rollout = ("--name", "raspbian", "--canary", "0", "--batch", "100%", "--yes", "--qpu", "skip")
-    rows = []
+    rows: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory() as tmp:
         inv = inventory_with_groups(sizes, Path(tmp))
         for n in sizes:
