@@ -53,3 +53,23 @@ def test_adopt_observed_takes_what_ran_before_netroot(tmp_path: Path) -> None:
     service.adopt_observed(state, {"pi-01": BoardFacts(B, B), "pi-02": BoardFacts(B, B)})
     assert state.board("pi-01").last_good == B and state.board("pi-01").assigned == B
     assert state.board("pi-02").last_good == A  # a recorded good version is not overwritten
+
+
+def test_smoke_results_recorded_in_the_rollout_vocabulary(tmp_path: Path) -> None:
+    from netroot.smoke.report import BoardReport, CheckResult, SmokeReport
+    from netroot.smoke.service import record_results
+
+    fleet = service.Fleet(inventory(tmp_path / "root", tmp_path / "inv.yml"))
+    failing = BoardReport("pi-02", checks=[CheckResult("pi-02", "test_x", "fail", "no")])
+    down = BoardReport("pi-03", reachable=False, error="timed out")
+    report = SmokeReport([BoardReport("pi-01"), failing, down])
+    assert not record_results(fleet, report)  # no export root on this host: nothing written
+    assert not (tmp_path / "root").exists()
+    (tmp_path / "root").mkdir()
+    assert record_results(fleet, report)
+    boards = fleet.load().boards
+    assert [boards[b].smoke_status for b in ("pi-01", "pi-02", "pi-03")] == [
+        "ok",
+        "failed",
+        "unreachable",
+    ]
