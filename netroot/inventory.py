@@ -86,23 +86,35 @@ class Inventory:
     boards: Mapping[str, Board] = field(default_factory=dict)
     servers: Mapping[str, NfsServer] = field(default_factory=dict)
 
-    def resolve(self, targets: list[str]) -> list[Board]:
-        """Boards named by host or group names, in inventory order; unknown names are errors."""
+    def expand(
+        self, targets: list[str], all_hosts: bool = False, *, boards: bool = False
+    ) -> list[str]:
+        """Host names (board names with boards=True) named by host or group names, in
+        inventory order; unknown names and empty groups are errors. The one target resolution
+        every command uses."""
+        pool = self.boards if boards else self.hosts
+        kind = "board" if boards else "host"
+        if all_hosts:
+            return list(pool)
         picked: list[str] = []
         for target in targets:
-            if target in self.boards:
+            if target in pool:
                 names = [target]
             elif target in self.groups:
-                names = [h for h in self.boards if h in self.groups[target]]
+                names = [h for h in pool if h in self.groups[target]]
                 if not names:
-                    raise UsageError(f"group {target!r} has no boards", f"see {self.path}")
+                    raise UsageError(f"group {target!r} has no {kind}s", f"see {self.path}")
             else:
                 raise UsageError(
-                    f"no board or group named {target!r} in {self.path}",
-                    "known boards: " + (", ".join(self.boards) or "none"),
+                    f"no {kind} or group named {target!r} in {self.path}",
+                    f"known {kind}s: " + (", ".join(pool) or "none"),
                 )
             picked.extend(n for n in names if n not in picked)
-        return [self.boards[n] for n in picked]
+        return picked
+
+    def resolve(self, targets: list[str]) -> list[Board]:
+        """Boards named by host or group names, in inventory order; unknown names are errors."""
+        return [self.boards[n] for n in self.expand(targets, boards=True)]
 
     @property
     def server(self) -> NfsServer:

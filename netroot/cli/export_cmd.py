@@ -44,20 +44,16 @@ def _root(app: AppContext, root: Path | None) -> Path:
 
 
 def _protected(app: AppContext, name: str) -> set[str]:
-    """Versions a board of NAME is pinned to, assigned to, or last ran green (never pruned)."""
-    from netroot.rollout.state import load_state
+    """Versions a board of NAME should run, is assigned, has mounted or last ran green."""
+    from netroot.rollout.service import Fleet, protected_versions
 
     inv = _inventory_or_none(app)
-    if inv is None:
+    if inv is None or not inv.servers:
         return set()
+    fleet = Fleet(inv)
     boards = [b for b in inv.boards.values() if b.image == name]
-    protected = {b.version for b in boards if b.version}
-    state = load_state(inv.path)
-    for board in boards:
-        st = state.boards.get(board.name)
-        if st is not None:
-            protected |= {v for v in (st.assigned, st.last_good) if v}
-    return protected
+    state = fleet.load()
+    return protected_versions(boards, state, fleet.desired(boards, state), name)
 
 
 class _Bar:
@@ -126,7 +122,13 @@ def export(
     ),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
-    """Export an image's filesystem as a new verified version; switch `current` to it."""
+    """Export an image's filesystem as a new verified version; switch `current` to it.
+
+    This is a release: boards never assigned a version (by a rollout or rollback) and not
+    pinned follow `current` on their next `netroot provision`. `netroot rollout` exports
+    without moving `current`, and moves it only once every board it targeted runs the new
+    version, smoked green.
+    """
     from netroot.export import service
     from netroot.export.open import name_for, open_source
 

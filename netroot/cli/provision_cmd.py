@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import shlex
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,8 +24,11 @@ HELP = (
     "Provision the NFS server and boards with Ansible: exports on the server; netroot-mount, "
     "netroot-chroot and the boot unit on the boards, with the assigned version mounted. "
     "TARGET is a host or group of the inventory; the NFS server play always runs (its exports "
-    "list every board). --check --diff shows what would change without changing it.\n\n"
-    + EXIT_CODES_HELP
+    "list every board). Each board mounts what it should run: its inventory pin, else its "
+    "assignment (a board keeps it through any provision), else the image's `current`. "
+    "--check --diff shows what would change without changing anything (no state, no lock). "
+    "Takes the export root's writer lock (exit 6 when another rollout, rollback or provision "
+    "holds it).\n\n" + EXIT_CODES_HELP
 )
 
 
@@ -87,30 +93,40 @@ def register(app: typer.Typer) -> None:
         check: bool = typer.Option(False, "--check", help="Change nothing; report what would."),
         diff: bool = typer.Option(False, "--diff", help="Show the changes to files."),
         as_json: bool = typer.Option(False, "--json", help="The summary as JSON on stdout."),
+        break_lock: bool = typer.Option(
+            False, "--break-lock", help="Take over a lock whose holder ran on another host."
+        ),
     ) -> None:
         from netroot.provision.service import provision
+        from netroot.rollout import lock
+        from netroot.rollout.service import Fleet, provision_versions, record_provision
 
         app_ctx = context.get(ctx)
         out = app_ctx.out
-        inventory = app_ctx.inventory()
-        with _Reporter(out) as reporter:
-            result = provision(
-                inventory,
-                list(targets or []),
-                all_hosts=all_hosts,
-                check=check,
-                diff=diff,
-                on_event=reporter,
-            )
-        if result.mounted and not check:
-            from netroot.rollout.state import load_state
-
-            # What a board was provisioned with is what it should run from now on (status,
-            # smoke and rollout read this), until a rollout or rollback decides otherwise.
-            state = load_state(inventory.path)
-            for board, version in result.mounted.items():
-                state.board(board).assigned = version
-            state.save()
+        fleet = Fleet(app_ctx.inventory())
+        inventory = fleet.inventory
+        boards = [inventory.boards[h] for h in inventory.expand(list(targets or []), all_hosts)
+                  if h in inventory.boards]  # fmt: skip
+        writer = contextlib.nullcontext() if check else lock.held(
+            fleet.root, "netroot " + shlex.join(sys.argv[1:]), break_lock=break_lock
+        )  # fmt: skip
+        with writer:
+            # Under the lock: the desired state is read after any other writer finished.
+            state = fleet.load()
+            versions = provision_versions(fleet.desired(boards, state))
+            with _Reporter(out) as reporter:
+                result = provision(
+                    inventory,
+                    list(targets or []),
+                    all_hosts=all_hosts,
+                    versions=versions,
+                    check=check,
+                    diff=diff,
+                    on_event=reporter,
+                )
+            if result.mounted and not check:
+                record_provision(state, result.mounted)
+                state.save()
         summary = result.summary
         if as_json:
             out.json(result.as_dict())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import typer
@@ -32,19 +31,16 @@ def smoke(
     ),
 ) -> None:
     """Smoke boards: version mounted, read-only root, /dev /proc /sys, armhf, identity, QPU."""
-    from netroot.rollout.state import load_state
+    from netroot.fsutil import atomic_write
+    from netroot.rollout.service import Fleet, smoke_expectations
     from netroot.smoke.qpu import run_qpu
-    from netroot.smoke.service import run_smoke
+    from netroot.smoke.service import record_results, run_smoke
 
     app = get(ctx)
-    inv = app.inventory()
+    fleet = Fleet(app.inventory())
+    inv = fleet.inventory
     boards = inv.resolve(targets)
-    state = load_state(inv.path)
-    expected = {
-        b.name: {"version": v}
-        for b in boards
-        if (v := b.version or (state.boards[b.name].assigned if b.name in state.boards else None))
-    }
+    expected = smoke_expectations(fleet.desired(boards, fleet.load()))
     app.out.info(f"smoking {', '.join(b.name for b in boards)} (qpu: {qpu})")
     report = run_smoke(
         inv,
@@ -55,13 +51,10 @@ def smoke(
         qpu_runner=run_qpu,
         log=app.out.debug,
     )
-    now = time.time()
-    for b in report.boards:
-        st = state.board(b.board)
-        st.smoke_status, st.smoke_time = b.status, now
-    state.save()
+    if not record_results(fleet, report):
+        app.out.info(f"results not recorded: the export root {fleet.root} is not on this host")
     if junit is not None:
-        junit.write_text(report.junit())
+        atomic_write(junit, report.junit(), durable=False)  # a CI never reads half a report
     if as_json:
         app.out.json(report.to_dict())
     else:

@@ -22,13 +22,15 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
     """What each board runs vs. what it should run; exit 1 when any board drifts."""
-    from netroot.rollout.state import load_state
+    from netroot.rollout.service import Fleet
     from netroot.rollout.status import collect
 
     app = get(ctx)
-    inv = app.inventory()
+    fleet = Fleet(app.inventory())
+    inv = fleet.inventory
     boards = inv.resolve(targets) if targets else list(inv.boards.values())
-    rows = collect(boards, load_state(inv.path))
+    state = fleet.load()  # read-only: status never waits for, nor takes, the writer's lock
+    rows = collect(boards, state, fleet.desired(boards, state))
     if as_json:
         app.out.json({"boards": [r.to_dict() for r in rows]})
     else:
@@ -39,7 +41,7 @@ def status(
                 [
                     r.board,
                     "yes" if r.reachable else "NO",
-                    r.should_run or "-",
+                    f"{r.should_run or '-'} ({r.should_run_by})",
                     r.mounted or "-",
                     f"{r.last_smoke or '-'} {_ago(r.last_smoke_time)}",
                     r.phase,

@@ -170,20 +170,22 @@ def export(
     keep_host_keys: bool = False,
     protected: set[str] | None = None,
     progress: Progress | None = None,
+    switch: bool = True,
 ) -> ExportResult:
-    """Write the source as a new verified version and switch `current` to it."""
+    """Write the source as a new verified version and switch `current` to it.
+
+    switch=False exports without moving `current` (a rollout moves it only once every board
+    it targets ran the version green).
+    """
     started = dt.datetime.now(dt.UTC)
     layout = Layout(root, check_name(name))
-    options = [f"kind={info.kind}"] if info.kind != "image" else []
-    if keep_host_keys:
-        options.append("keep-host-keys")
-    vid = version_id(info.digest, options)
+    vid = planned_version(info, keep_host_keys=keep_host_keys)
     _prepare(layout)
     with locked(layout):
         clean_stale(layout)
         if layout.manifest_path(vid).exists():
             manifest = read_manifest(layout, vid, entries=False)  # a no-op needs the summary
-            switched = switch_current(layout, vid)
+            switched = switch and switch_current(layout, vid)
             return ExportResult(manifest, True, switched, _prune_after(layout, keep, protected), 0)
         base = current_id(layout)
         reuse = None
@@ -211,10 +213,18 @@ def export(
                     "run as root on a writable filesystem; current is unchanged",
                 ) from None
             raise
-        switched = switch_current(layout, vid)
+        switched = switch and switch_current(layout, vid)
         pruned = _prune_after(layout, keep, protected)
     seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
     return ExportResult(manifest, False, switched, pruned, seconds)
+
+
+def planned_version(info: SourceInfo, *, keep_host_keys: bool = False) -> str:
+    """The version id `export` gives this source, computed without writing anything."""
+    options = [f"kind={info.kind}"] if info.kind != "image" else []
+    if keep_host_keys:
+        options.append("keep-host-keys")
+    return version_id(info.digest, options)
 
 
 def _build(

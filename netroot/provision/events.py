@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from netroot.errors import Exit
+from netroot.errors import Exit, worst
 
 OK_EVENTS = {"runner_on_ok", "runner_item_on_ok"}
 FAILED_EVENTS = {"runner_on_failed", "runner_item_on_failed"}
@@ -221,13 +221,9 @@ class Summary:
 
     @property
     def exit_code(self) -> Exit:
-        """1 when a host failed, 4 when hosts were only unreachable, else 0."""
-        states = {s.state for s in self.hosts.values()}
-        if "failed" in states:
-            return Exit.FAILED
-        if "unreachable" in states:
-            return Exit.UNREACHABLE
-        return Exit.OK
+        """1 when a host failed, 4 when hosts were only unreachable, else 0 (errors.worst)."""
+        per_host = {"failed": Exit.FAILED, "unreachable": Exit.UNREACHABLE}
+        return worst(per_host.get(s.state, Exit.OK) for s in self.hosts.values())
 
     def as_dict(self) -> dict[str, Any]:
         """The --json form."""

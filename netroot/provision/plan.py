@@ -61,24 +61,6 @@ class RunPlan:
         }
 
 
-def _expand(inventory: Inventory, targets: list[str]) -> list[str]:
-    hosts: list[str] = []
-    for target in targets:
-        if target in inventory.hosts:
-            names = [target]
-        elif target in inventory.groups:
-            names = sorted(inventory.groups[target])
-            if not names:
-                raise UsageError(f"group {target!r} has no hosts", f"see {inventory.path}")
-        else:
-            known = ", ".join(sorted(inventory.hosts)) or "none"
-            raise UsageError(
-                f"no host or group named {target!r} in {inventory.path}", f"hosts: {known}"
-            )
-        hosts.extend(n for n in names if n not in hosts)
-    return hosts
-
-
 def _bad(inventory: Inventory, host: str, key: str, value: Any, expected: str) -> InventoryError:
     return InventoryError(f"{inventory.path}: host {host}: {key} = {value!r}: expected {expected}")
 
@@ -134,13 +116,18 @@ def build(
     extra_vars: Mapping[str, Any] | None = None,
     check: bool = False,
     diff: bool = False,
+    server_configured: bool = False,
 ) -> RunPlan:
-    """The run for `targets` (host/group names) or every host; versions: board -> version id."""
+    """The run for `targets` (host/group names) or every host; versions: board -> version id.
+
+    server_configured: the server's exports are known to list every board already (an earlier
+    run of the same rollout did it), so its play only reads the exported versions.
+    """
     if all_hosts == bool(targets):
         raise UsageError("name the hosts or groups to provision, or pass --all (not both)")
     if not inventory.servers:
         raise InventoryError(f"{inventory.path}: no host in group nfs_servers")
-    hosts = list(inventory.hosts) if all_hosts else _expand(inventory, targets)
+    hosts = inventory.expand(targets, all_hosts)
     servers = tuple(inventory.servers)
     boards = tuple(h for h in inventory.boards if h in hosts)
     others = [h for h in hosts if h not in inventory.boards and h not in inventory.servers]
@@ -166,5 +153,7 @@ def build(
     # The server play always runs: boards need its facts, and its exports must list every
     # board of the inventory before a new board can mount.
     playbook = "site.yml" if boards else "nfs_server.yml"
+    if boards and server_configured:
+        playbook = "boards.yml"
     limit = () if all_hosts else (*servers, *boards)
     return RunPlan(playbook, inventory.path, limit, extravars, check, diff, servers, boards)

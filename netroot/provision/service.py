@@ -91,12 +91,14 @@ def provision(
     diff: bool = False,
     on_event: EventHandler | None = None,
     runner: Runner | None = None,
+    server_configured: bool = False,
 ) -> ProvisionResult:
     """Provision `targets` (host or group names, or all_hosts); `versions` pins boards.
 
     versions: board name -> version id, for this run only (extra vars win over the inventory's
     netroot_version); unlisted boards run their pinned netroot_version, else the image's
-    `current`. Returns the summary; host failures are results, not exceptions.
+    `current`. server_configured: skip configuring the server (boards.yml; the rollout's
+    later batches). Returns the summary; host failures are results, not exceptions.
     """
     plan = build(
         inventory,
@@ -106,6 +108,7 @@ def provision(
         extra_vars=extra_vars,
         check=check,
         diff=diff,
+        server_configured=server_configured,
     )
     preflight(plan, inventory)
     summary = Summary()

@@ -1,7 +1,9 @@
 """Drive a planned rollout: switch each batch, smoke it, stop at the budget, put failures back.
 
 The engine knows nothing of Ansible or SSH: it talks to a `Fleet` (switch, smoke), so the
-budget and rollback logic is tested on its own and the real fleet is a thin adapter.
+budget and rollback logic is tested on its own and the real fleet is a thin adapter. Every
+change of a board is recorded in the fleet state (and saved) as it happens, so a rollout
+killed at any point can be resumed or rolled back from another control host.
 """
 
 from __future__ import annotations
@@ -11,18 +13,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from netroot.rollout.outcome import Outcome, Result
 from netroot.rollout.plan import Plan, after_batch
 from netroot.rollout.state import RolloutRecord, State
 
-# Outcome of one operation on one board: "ok" | "failed" | "unreachable", and a message.
-Outcome = tuple[str, str]
+NO_RESULT: Result = (Outcome.FAILED, "no result")
 
 
 class Fleet(Protocol):
-    def switch(self, versions: Mapping[str, str], stagger: float) -> dict[str, Outcome]:
+    def switch(self, versions: Mapping[str, str], stagger: float) -> dict[str, Result]:
         """Point each board at its version and remount (one fleet run for the whole batch)."""
 
-    def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Outcome]:
+    def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Result]:
         """Smoke each board against the version it should run."""
 
 
@@ -30,7 +32,7 @@ class Fleet(Protocol):
 class BoardResult:
     board: str
     batch: int
-    outcome: str  # ok | failed | rolled-back | rollback-failed | unreachable | not-reached
+    outcome: Outcome
     version: str | None  # what it runs now
     message: str = ""
 
@@ -43,7 +45,41 @@ class RolloutResult:
 
     @property
     def ok(self) -> bool:
-        return not self.stopped and all(r.outcome in ("ok",) for r in self.results)
+        return not self.stopped and all(r.outcome == Outcome.OK for r in self.results)
+
+
+def _record_smoke(state: State, board: str, result: Result) -> None:
+    st = state.board(board)
+    st.smoke_status, st.smoke_time, st.message = result[0].value, time.time(), result[1]
+
+
+def _switch_batch(
+    plan: Plan, batch: Sequence[str], state: State, fleet: Fleet, index: int,
+    result: RolloutResult, log: Callable[[str], None],
+) -> list[str]:  # fmt: skip
+    """Switch one batch; returns the boards to smoke, records the others' results."""
+    for board in batch:
+        st = state.board(board)
+        st.phase, st.message = "switching", ""
+    state.save()
+    switched = fleet.switch({b: plan.to_version for b in batch}, plan.stagger)
+    to_smoke = []
+    for board in batch:
+        st = state.board(board)
+        status, message = switched.get(board, NO_RESULT)
+        if status == Outcome.OK:
+            st.assigned, st.mounted, st.phase = plan.to_version, plan.to_version, "smoking"
+            to_smoke.append(board)
+        elif status == Outcome.UNREACHABLE:
+            # Nothing can be done on it: it keeps its assignment, and spends the budget.
+            st.phase, st.message = Outcome.UNREACHABLE.value, message
+            result.results.append(
+                BoardResult(board, index, Outcome.UNREACHABLE, st.last_good, message)
+            )
+        else:  # a half-done switch: put the board back on what it ran
+            result.results.append(_roll_back(state, fleet, board, index, f"switch: {message}", log))
+    state.save()
+    return to_smoke
 
 
 def run_rollout(
@@ -52,67 +88,42 @@ def run_rollout(
     fleet: Fleet,
     image: str,
     log: Callable[[str], None] = lambda _m: None,
+    name: str = "",
 ) -> RolloutResult:
     """Execute `plan`, recording every board's phase in `state` as it changes."""
-    state.rollout = RolloutRecord(image, plan.to_version, plan.to_dict(), started=time.time())
+    state.rollout = RolloutRecord(image, plan.to_version, plan.to_dict(), time.time(), name)
     state.save()
     result = RolloutResult()
     failed = 0
-    verified = 0
     try:
         for index, batch in enumerate(plan.batches):
             label = "canary" if plan.canary and index == 0 else f"batch {index}"
-            log(f"{label}: {', '.join(s.board for s in batch)} -> {plan.to_version}")
-            for step in batch:
-                st = state.board(step.board)
-                st.phase, st.message = "switching", ""
-            state.save()
-            switched = fleet.switch({s.board: s.to_version for s in batch}, plan.stagger)
-            to_smoke = []
-            for step in batch:
-                st = state.board(step.board)
-                status, message = switched.get(step.board, ("failed", "no result"))
-                if status == "ok":
-                    st.assigned, st.phase = step.to_version, "smoking"
-                    to_smoke.append(step.board)
-                    continue
-                if status == "unreachable":
-                    st.phase, st.message = "unreachable", message
-                    result.results.append(
-                        BoardResult(step.board, index, "unreachable", st.last_good, message)
-                    )
-                else:  # a half-done switch: put the board back on what it ran
-                    failed += 1
-                    result.results.append(
-                        _roll_back(state, fleet, step.board, index, f"switch: {message}", log)
-                    )
-            state.save()
+            boards = [s.board for s in batch]
+            log(f"{label}: {', '.join(boards)} -> {plan.to_version}")
+            before = len(result.results)
+            to_smoke = _switch_batch(plan, boards, state, fleet, index, result, log)
             smoked = (
                 fleet.smoke(to_smoke, {b: plan.to_version for b in to_smoke}) if to_smoke else {}
             )
             for board in to_smoke:
                 st = state.board(board)
-                status, message = smoked.get(board, ("failed", "no result"))
-                st.smoke_status, st.smoke_time, st.message = (
-                    "pass" if status == "ok" else status,
-                    time.time(),
-                    message,
-                )
-                if status == "ok":
+                status, message = smoked.get(board, NO_RESULT)
+                _record_smoke(state, board, (status, message))
+                if status == Outcome.OK:
                     st.record_good(plan.to_version)
-                    st.phase = "ok"
-                    verified += 1
-                    result.results.append(BoardResult(board, index, "ok", plan.to_version))
-                elif status == "unreachable":
-                    st.phase = "unreachable"
+                    st.phase = Outcome.OK.value
+                    result.results.append(BoardResult(board, index, Outcome.OK, plan.to_version))
+                elif status == Outcome.UNREACHABLE:
+                    st.phase = Outcome.UNREACHABLE.value
                     result.results.append(
-                        BoardResult(board, index, "unreachable", st.assigned, message)
+                        BoardResult(board, index, Outcome.UNREACHABLE, st.assigned, message)
                     )
                 else:
-                    failed += 1
                     result.results.append(_roll_back(state, fleet, board, index, message, log))
                 state.save()
-            decision = after_batch(plan, index, failed, verified)
+            batch_failed = sum(1 for r in result.results[before:] if r.outcome != Outcome.OK)
+            failed += batch_failed
+            decision = after_batch(plan, index, failed, batch_failed)
             log(decision.reason)
             if not decision.go_on:
                 result.stopped = decision.reason != "all batches done"
@@ -120,7 +131,7 @@ def run_rollout(
                 for later in plan.batches[index + 1 :]:
                     for step in later:
                         result.results.append(
-                            BoardResult(step.board, -1, "not-reached", step.from_version)
+                            BoardResult(step.board, -1, Outcome.NOT_REACHED, step.from_version)
                         )
                 break
     except KeyboardInterrupt:
@@ -140,25 +151,26 @@ def run_rollout(
 def _roll_back(
     state: State, fleet: Fleet, board: str, index: int, why: str, log: Callable[[str], None]
 ) -> BoardResult:
-    """Put a board that failed its smoke back on its last good version, and smoke that."""
+    """Put a board that failed back on its last good version, and smoke that."""
     st = state.board(board)
-    st.phase = "failed"
+    st.phase = Outcome.FAILED.value
     state.save()
     good = st.last_good
     if good is None:
-        return BoardResult(board, index, "failed", st.assigned, f"{why}; no last good version")
-    log(f"{board}: smoke failed ({why}); back to {good}")
-    back = fleet.switch({board: good}, 0.0).get(board, ("failed", "no result"))
-    if back[0] == "ok":
-        st.assigned = good
-        again = fleet.smoke([board], {board: good}).get(board, ("failed", "no result"))
-        st.smoke_status, st.smoke_time = ("pass" if again[0] == "ok" else again[0]), time.time()
-        if again[0] == "ok":
-            st.phase = "rolled-back"
-            return BoardResult(board, index, "rolled-back", good, why)
-        back = again
-    st.phase, st.message = "failed", f"rollback to {good} failed: {back[1]}"
-    return BoardResult(board, index, "rollback-failed", st.assigned, st.message)
+        return BoardResult(
+            board, index, Outcome.FAILED, st.assigned, f"{why}; no last good version"
+        )
+    log(f"{board}: failed ({why}); back to {good}")
+    back = fleet.switch({board: good}, 0.0).get(board, NO_RESULT)
+    if back[0] == Outcome.OK:
+        st.assigned, st.mounted = good, good
+        back = fleet.smoke([board], {board: good}).get(board, NO_RESULT)
+        _record_smoke(state, board, back)
+        if back[0] == Outcome.OK:
+            st.phase, st.message = Outcome.ROLLED_BACK.value, why
+            return BoardResult(board, index, Outcome.ROLLED_BACK, good, why)
+    st.phase, st.message = Outcome.FAILED.value, f"rollback to {good} failed: {back[1]}"
+    return BoardResult(board, index, Outcome.ROLLBACK_FAILED, st.assigned, st.message)
 
 
 def run_rollback(
@@ -167,22 +179,22 @@ def run_rollback(
     """Switch boards to the given (earlier) versions in one fleet run, then smoke them."""
     switched = fleet.switch(versions, 0.0)
     results: list[BoardResult] = []
-    smoked_ok = [b for b in versions if switched.get(b, ("failed", ""))[0] == "ok"]
+    smoked_ok = [b for b in versions if switched.get(b, NO_RESULT)[0] == Outcome.OK]
     smoked = fleet.smoke(smoked_ok, {b: versions[b] for b in smoked_ok}) if smoked_ok else {}
     for board, version in versions.items():
         st = state.board(board)
-        status, message = switched.get(board, ("failed", "no result"))
-        if status == "ok":
-            st.assigned = version
-            status, message = smoked.get(board, ("failed", "no result"))
-            st.smoke_status, st.smoke_time = ("pass" if status == "ok" else status), time.time()
-        if status == "ok":
+        status, message = switched.get(board, NO_RESULT)
+        if status == Outcome.OK:
+            st.assigned, st.mounted = version, version
+            status, message = smoked.get(board, NO_RESULT)
+            _record_smoke(state, board, (status, message))
+        if status == Outcome.OK:
             st.record_good(version)
-            st.phase, st.message = "rolled-back", ""
-            results.append(BoardResult(board, 0, "rolled-back", version))
+            st.phase, st.message = Outcome.ROLLED_BACK.value, ""
+            results.append(BoardResult(board, 0, Outcome.ROLLED_BACK, version))
         else:
-            st.phase, st.message = ("unreachable" if status == "unreachable" else "failed"), message
-            results.append(BoardResult(board, 0, st.phase, st.assigned, message))
+            st.phase, st.message = status.value, message
+            results.append(BoardResult(board, 0, status, st.assigned, message))
         log(f"{board}: {results[-1].outcome} {results[-1].version or ''}")
     state.save()
     return results

@@ -108,20 +108,20 @@ class Decision:
     reason: str
 
 
-def after_batch(plan: Plan, batch_index: int, failed: int, canary_verified: int) -> Decision:
-    """Whether to start the next batch, given the failures so far.
+def after_batch(plan: Plan, batch_index: int, failed: int, batch_failed: int) -> Decision:
+    """Whether to start the next batch, given the failures so far over the whole rollout.
 
-    A board that is unreachable (powered off) is reported but does not spend the budget: it
-    never ran the new version. The canary batch must verify at least one board, though.
+    `failed` counts every board that failed so far, unreachable ones included: a board that
+    cannot be reached did not verify the version (Ansible's max_fail_percentage ignores
+    unreachable hosts: ansible/ansible#7686). A batch in which every board failed is decided
+    here like any other, by the budget, with the budget's message (Ansible aborts the play
+    there instead: ansible/ansible#76915). Any failure in the canary batch stops the rollout.
     """
-    spent = failed
-    if plan.canary and batch_index == 0:
-        if spent:
-            return Decision(False, f"canary failed ({spent} of {plan.canary})")
-        if canary_verified == 0:
-            return Decision(False, "no canary board could be reached to verify the version")
-    if spent > plan.max_failures:
-        return Decision(False, f"failure budget spent: {spent} failed, {plan.max_failures} allowed")
+    allowed = f"{plan.max_failures} allowed over the whole rollout"
+    if failed > plan.max_failures:
+        return Decision(False, f"failure budget spent: {failed} failed, {allowed}")
+    if plan.canary and batch_index == 0 and batch_failed:
+        return Decision(False, f"canary failed ({batch_failed} of {plan.canary}; {allowed})")
     if batch_index + 1 >= len(plan.batches):
         return Decision(False, "all batches done")
-    return Decision(True, f"{spent} failed of {plan.max_failures} allowed")
+    return Decision(True, f"{failed} failed, {allowed}")

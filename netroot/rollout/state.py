@@ -1,27 +1,38 @@
-"""What each board runs, should run, and how its last smoke went: a JSON file beside the inventory.
+"""The fleet's state, kept in the export root beside `NAME/versions`.
 
-Written atomically (temp file, fsync, rename) every time a board changes, so an interrupted
-rollout can be resumed or rolled back from it.
+Each board's assigned and last good versions, its last smoke, and the rollout record live in
+`ROOT/.netroot-fleet.json`, so every control host that works on the same export tree (the NFS
+server itself, or a host that mounts its export root) sees the same fleet. It is replaced
+atomically and durably (fsutil.atomic_write) every time a board changes, so an interrupted
+rollout can be resumed, or rolled back, from any of them. A controller-local file of older
+netroot versions (`.<inventory>.netroot-state.json` beside the inventory) is read when the
+export root has none yet, and taken over (renamed aside) by the first write.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from netroot.errors import NetrootError
+from netroot.fsutil import atomic_write
+from netroot.rollout.outcome import Outcome
+
+STATE_NAME = ".netroot-fleet.json"
+HISTORY = 20
+
 
 @dataclass
 class BoardState:
-    assigned: str | None = None  # the version the board should run
-    last_good: str | None = None  # the last version that passed smoke on it
-    history: list[str] = field(default_factory=list)  # versions that passed, oldest first
-    phase: str = "idle"  # idle | switching | smoking | ok | failed | rolled-back | unreachable
-    smoke_status: str | None = None  # pass | fail | unreachable
+    assigned: str | None = None  # the version a rollout or rollback decided the board runs
+    last_good: str | None = None  # the last version that smoked green on it
+    history: list[str] = field(default_factory=list)  # versions that smoked green, oldest first
+    mounted: str | None = None  # what the last provision left mounted
+    phase: str = "idle"  # idle | switching | smoking | an Outcome value
+    smoke_status: str | None = None  # an Outcome value: ok | failed | unreachable
     smoke_time: float | None = None
     message: str = ""
 
@@ -29,10 +40,10 @@ class BoardState:
         self.last_good = version
         if not self.history or self.history[-1] != version:
             self.history.append(version)
-        self.history = self.history[-20:]
+        self.history = self.history[-HISTORY:]
 
     def previous_good(self) -> str | None:
-        """The good version before the current one (what rollback returns to)."""
+        """The good version before the one assigned now (what rollback returns to)."""
         older = [v for v in self.history if v != self.assigned]
         return older[-1] if older else None
 
@@ -43,9 +54,22 @@ class RolloutRecord:
     to_version: str
     plan: dict[str, Any]
     started: float
+    name: str = ""  # the export name whose `current` moves when the rollout completes green
     finished: float | None = None
     outcome: str = "running"  # running | completed | stopped | interrupted
     reason: str = ""
+
+
+_SMOKE_WORDS = {"pass": Outcome.OK.value, "fail": Outcome.FAILED.value}
+
+
+def _board(raw: dict[str, Any]) -> BoardState:
+    known = {k: v for k, v in raw.items() if k in BoardState.__dataclass_fields__}
+    board = BoardState(**known)
+    # Files written before the vocabulary was one said "pass"/"fail" for a smoke.
+    if board.smoke_status in _SMOKE_WORDS:
+        board.smoke_status = _SMOKE_WORDS[board.smoke_status]
+    return board
 
 
 @dataclass
@@ -53,39 +77,58 @@ class State:
     path: Path
     boards: dict[str, BoardState] = field(default_factory=dict)
     rollout: RolloutRecord | None = None
+    legacy: Path | None = None  # a controller-local file this state was read from
 
     def board(self, name: str) -> BoardState:
         return self.boards.setdefault(name, BoardState())
 
-    def save(self) -> None:
+    def to_json(self) -> str:
         data = {
             "boards": {n: asdict(b) for n, b in sorted(self.boards.items())},
             "rollout": asdict(self.rollout) if self.rollout else None,
             "saved": time.time(),
         }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".state-", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump(data, fh, indent=2, sort_keys=True)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+    def save(self) -> None:
+        """Write to the export root (durably); the first write takes a legacy file over."""
+        atomic_write(self.path, self.to_json(), mode=0o600)
+        if self.legacy is not None:
+            self.legacy.rename(self.legacy.with_name(self.legacy.name + ".taken-over"))
+            self.legacy = None
 
 
-def state_path(inventory_path: Path) -> Path:
+def state_path(root: Path) -> Path:
+    return root / STATE_NAME
+
+
+def legacy_path(inventory_path: Path) -> Path:
+    """Where netroot kept the state before it moved to the export root."""
     return inventory_path.with_name(f".{inventory_path.stem}.netroot-state.json")
 
 
-def load_state(inventory_path: Path) -> State:
-    path = state_path(inventory_path)
+def _parse(path: Path, text: str) -> tuple[dict[str, BoardState], RolloutRecord | None]:
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(text)
+        boards = {n: _board(b) for n, b in data.get("boards", {}).items()}
+        raw = data.get("rollout")
+        rollout = RolloutRecord(**raw) if raw else None
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise NetrootError(
+            f"{path}: unreadable fleet state ({exc})",
+            "restore it from a backup, or move it aside to start from the boards' facts",
+        ) from None
+    return boards, rollout
+
+
+def load_state(root: Path, inventory_path: Path | None = None) -> State:
+    """The fleet state of export root `root` (read-only: nothing is written here)."""
+    path = state_path(root)
+    try:
+        return State(path, *_parse(path, path.read_text()))
     except FileNotFoundError:
-        return State(path)
-    boards = {n: BoardState(**b) for n, b in data.get("boards", {}).items()}
-    rollout = RolloutRecord(**data["rollout"]) if data.get("rollout") else None
-    return State(path, boards, rollout)
+        pass
+    legacy = legacy_path(inventory_path) if inventory_path is not None else None
+    if legacy is not None and legacy.is_file():
+        return State(path, *_parse(legacy, legacy.read_text()), legacy=legacy)
+    return State(path)

@@ -9,6 +9,7 @@ from typing import Any
 
 from netroot.adapters.ssh import Session, Unreachable
 from netroot.inventory import Board
+from netroot.rollout.desired import Desired
 from netroot.rollout.state import State
 from netroot.sshtarget import target_for
 
@@ -40,7 +41,8 @@ def parse_probe(text: str) -> BoardFacts:
 class BoardStatus:
     board: str
     reachable: bool
-    should_run: str | None  # pinned in the inventory, else the rollout's assignment
+    should_run: str | None  # the desired version: pin, else assignment, else `current`
+    should_run_by: str  # which of those decided it: pin | assigned | current | none
     assigned: str | None  # what the board was provisioned with
     mounted: str | None  # what it actually has mounted
     last_smoke: str | None
@@ -76,19 +78,23 @@ def observe(board: Board) -> tuple[BoardFacts | None, str]:
 
 
 def board_status(
-    boards: list[Board], state: State, observed: Mapping[str, tuple[BoardFacts | None, str]]
+    boards: list[Board],
+    state: State,
+    observed: Mapping[str, tuple[BoardFacts | None, str]],
+    desired: Mapping[str, Desired],
 ) -> list[BoardStatus]:
     """Combine inventory, recorded state and observed facts (pure)."""
     rows = []
     for board in boards:
         st = state.boards.get(board.name)
         facts, error = observed[board.name]
-        should = board.version or (st.assigned if st else None)
+        should = desired[board.name].version
         rows.append(
             BoardStatus(
                 board=board.name,
                 reachable=facts is not None,
                 should_run=should,
+                should_run_by=desired[board.name].source,
                 assigned=facts.assigned if facts else None,
                 mounted=facts.mounted if facts else None,
                 last_smoke=st.smoke_status if st else None,
@@ -101,8 +107,12 @@ def board_status(
     return rows
 
 
-def collect(boards: list[Board], state: State) -> list[BoardStatus]:
+def observe_all(boards: list[Board]) -> dict[str, tuple[BoardFacts | None, str]]:
     """Observe every board in parallel (SSH round trips are slow on TCG boards)."""
-    with ThreadPoolExecutor(max_workers=max(1, min(8, len(boards)))) as pool:
-        facts = dict(zip((b.name for b in boards), pool.map(observe, boards), strict=True))
-    return board_status(boards, state, facts)
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(boards)))) as pool:
+        return dict(zip((b.name for b in boards), pool.map(observe, boards), strict=True))
+
+
+def collect(boards: list[Board], state: State, desired: Mapping[str, Desired]) -> list[BoardStatus]:
+    """Observe every board, then compare with the recorded and desired state."""
+    return board_status(boards, state, observe_all(boards), desired)

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from netroot.errors import Exit
+from netroot.errors import Exit, worst
 
 
 @dataclass(frozen=True)
@@ -59,12 +59,9 @@ class SmokeReport:
     boards: list[BoardReport]
 
     def exit_code(self) -> Exit:
-        """3 when a check failed, else 4 when a board was unreachable, else 0."""
-        if any(b.status == "fail" for b in self.boards):
-            return Exit.CHECKS
-        if any(not b.reachable for b in self.boards):
-            return Exit.UNREACHABLE
-        return Exit.OK
+        """3 when a check failed, else 4 when a board was unreachable, else 0 (errors.worst)."""
+        per_board = {"pass": Exit.OK, "fail": Exit.CHECKS, "unreachable": Exit.UNREACHABLE}
+        return worst(per_board[b.status] for b in self.boards)
 
     def to_dict(self) -> dict[str, Any]:
         return {

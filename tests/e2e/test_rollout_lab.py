@@ -6,8 +6,8 @@ is reported and the rest complete; the NFS server restarted mid-rollout leaves e
 a working root; Ctrl-C mid-rollout then the same command again finishes it; rollback; prune
 never removes a version a board is assigned to.
 
-Each test works on a copy of the lab inventory in its own directory, so the rollout state
-file beside it belongs to this module.
+Each test works on a copy of the lab inventory in its own directory; the fleet state lives in
+the lab's export root, shared with every other copy.
 """
 
 from __future__ import annotations
@@ -98,13 +98,14 @@ def test_failing_smoke_stops_at_budget_and_goes_back(
         "    assert not bad, 'pi-02 does not accept image c'\n"
     )
     rc, result = _rollout(inv, "netroot-lab/raspbian:e2e-c", "--checks", str(checks))
+    # The rollout stopped: `current` stays where the last green rollout left it.
     assert rc == 1 and result["stopped"] and "budget" in result["reason"]
     outcomes = _outcomes(result)
     assert outcomes["pi-01"][0] == "ok"
     assert outcomes["pi-02"] == ("rolled-back", before)
     assert outcomes["pi-03"] == ("not-reached", before)
     status = _status(inv)
-    assert status["pi-02"]["mounted"] == before and status["pi-02"]["last_smoke"] == "pass"
+    assert status["pi-02"]["mounted"] == before and status["pi-02"]["last_smoke"] == "ok"
     assert status["pi-03"]["mounted"] == before
 
 
@@ -119,7 +120,8 @@ def test_board_powered_off_is_reported_rest_complete(lab: LabHandle, inv: Path) 
     variant_image("e2e-d", "d")
     os.kill(_qemu_pid(lab, "pi-03"), signal.SIGKILL)  # pull the plug
     try:
-        rc, result = _rollout(inv, "netroot-lab/raspbian:e2e-d")
+        # One failure allowed: the unreachable board spends it, the rest complete.
+        rc, result = _rollout(inv, "netroot-lab/raspbian:e2e-d", "--max-fail", "1")
         outcomes = _outcomes(result)
         assert rc == 4, result
         assert outcomes["pi-03"][0] == "unreachable"
@@ -156,14 +158,14 @@ def test_interrupt_then_resume_finishes(lab: LabHandle, inv: Path) -> None:
     )  # fmt: skip
     deadline = time.monotonic() + 1800
     while time.monotonic() < deadline and proc.poll() is None:
-        st = load_state(inv).boards.get("pi-01")
+        st = load_state(lab.export_root).boards.get("pi-01")
         if st is not None and st.last_good == version_f:
             break  # the canary is done: interrupt during the next batch
         time.sleep(1)
     assert proc.poll() is None, f"rollout ended before the interrupt: {proc.stderr}"
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=600) == 130
-    saved = json.loads(state_path(inv).read_text())
+    saved = json.loads(state_path(lab.export_root).read_text())
     assert saved["rollout"]["outcome"] == "interrupted"
     rc, result = _rollout(inv, "netroot-lab/raspbian:e2e-f")
     assert rc == 0, result
@@ -174,7 +176,7 @@ def test_interrupt_then_resume_finishes(lab: LabHandle, inv: Path) -> None:
 
 def test_rollback_and_prune_keep_what_boards_run(lab: LabHandle, inv: Path) -> None:
     status = _status(inv)
-    previous = load_state(inv).boards["pi-01"].previous_good()
+    previous = load_state(lab.export_root).boards["pi-01"].previous_good()
     assert previous is not None
     proc = netroot(inv, "rollback", "pi-01", "--yes", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -10,45 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from netroot.rollout.engine import Outcome, run_rollout
+from netroot.rollout.engine import run_rollback, run_rollout
+from netroot.rollout.outcome import Outcome, Result
 from netroot.rollout.plan import Count, make_plan
 from netroot.rollout.state import State, load_state
+from tests.unit.core.fleetkit import FakeBoards
 
 BOARDS = ["pi-01", "pi-02", "pi-03", "pi-04"]
-
-
-class ScriptedFleet:
-    def __init__(
-        self, bad_smoke: frozenset[str] = frozenset(), down: frozenset[str] = frozenset()
-    ) -> None:
-        self.bad_smoke = bad_smoke
-        self.down = down
-        self.running: dict[str, str] = {b: "old" for b in BOARDS}
-        self.calls: list[tuple[str, tuple[str, ...]]] = []
-
-    def switch(self, versions: Mapping[str, str], stagger: float) -> dict[str, Outcome]:
-        self.calls.append(("switch", tuple(versions)))
-        out: dict[str, Outcome] = {}
-        for board, version in versions.items():
-            if board in self.down:
-                out[board] = ("unreachable", "timed out")
-            else:
-                self.running[board] = version
-                out[board] = ("ok", "")
-        return out
-
-    def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Outcome]:
-        self.calls.append(("smoke", tuple(boards)))
-        return {
-            b: ("failed", "test_user_check failed")
-            if b in self.bad_smoke and self.running[b] == "new"
-            else ("ok", "")
-            for b in boards
-        }
+OLD = {b: "old" for b in BOARDS}
 
 
 def _state(tmp_path: Path) -> State:
-    state = load_state(tmp_path / "inventory.yml")
+    state = load_state(tmp_path)
     for b in BOARDS:
         st = state.board(b)
         st.assigned = "old"
@@ -56,29 +29,33 @@ def _state(tmp_path: Path) -> State:
     return state
 
 
+def _outcomes(result: object) -> dict[str, Outcome]:
+    return {r.board: r.outcome for r in result.results}  # type: ignore[attr-defined]
+
+
 def test_all_green(tmp_path: Path) -> None:
     state = _state(tmp_path)
-    fleet = ScriptedFleet()
-    plan = make_plan(BOARDS, {b: "old" for b in BOARDS}, "new", canary=1, batch=Count(1, False))
+    fleet = FakeBoards(BOARDS, "old")
+    plan = make_plan(BOARDS, OLD, "new", canary=1, batch=Count(1, False))
     result = run_rollout(plan, state, fleet, "img:2")
-    assert result.ok and [r.outcome for r in result.results] == ["ok"] * 4
+    assert result.ok and list(_outcomes(result).values()) == [Outcome.OK] * 4
     assert fleet.running == {b: "new" for b in BOARDS}
-    again = load_state(tmp_path / "inventory.yml")
+    again = load_state(tmp_path)
     assert again.rollout is not None and again.rollout.outcome == "completed"
     assert all(again.boards[b].history == ["old", "new"] for b in BOARDS)
+    assert all(again.boards[b].smoke_status == "ok" for b in BOARDS)
 
 
 def test_failure_spends_budget_rolls_back_and_stops(tmp_path: Path) -> None:
     state = _state(tmp_path)
-    fleet = ScriptedFleet(bad_smoke=frozenset({"pi-02"}))
-    plan = make_plan(BOARDS, {b: "old" for b in BOARDS}, "new", canary=1)
+    fleet = FakeBoards(BOARDS, "old", bad={"pi-02": "new"})
+    plan = make_plan(BOARDS, OLD, "new", canary=1)
     result = run_rollout(plan, state, fleet, "img:2")
-    outcomes = {r.board: r.outcome for r in result.results}
-    assert outcomes == {
-        "pi-01": "ok",
-        "pi-02": "rolled-back",
-        "pi-03": "not-reached",
-        "pi-04": "not-reached",
+    assert _outcomes(result) == {
+        "pi-01": Outcome.OK,
+        "pi-02": Outcome.ROLLED_BACK,
+        "pi-03": Outcome.NOT_REACHED,
+        "pi-04": Outcome.NOT_REACHED,
     }
     assert result.stopped and "budget" in result.reason
     assert fleet.running == {"pi-01": "new", "pi-02": "old", "pi-03": "old", "pi-04": "old"}
@@ -86,34 +63,78 @@ def test_failure_spends_budget_rolls_back_and_stops(tmp_path: Path) -> None:
     assert state.boards["pi-02"].assigned == "old" and state.boards["pi-02"].phase == "rolled-back"
 
 
-def test_unreachable_board_reported_rest_complete(tmp_path: Path) -> None:
+def test_unreachable_board_counts_as_failed(tmp_path: Path) -> None:
+    """ansible/ansible#7686: an unreachable host must spend the budget."""
     state = _state(tmp_path)
-    fleet = ScriptedFleet(down=frozenset({"pi-03"}))
-    plan = make_plan(BOARDS, {b: "old" for b in BOARDS}, "new", canary=1)
+    fleet = FakeBoards(BOARDS, "old", down=frozenset({"pi-03"}))
+    plan = make_plan(BOARDS, OLD, "new", canary=1)  # budget 0
     result = run_rollout(plan, state, fleet, "img:2")
-    outcomes = {r.board: r.outcome for r in result.results}
-    assert outcomes["pi-03"] == "unreachable" and outcomes["pi-04"] == "ok"
-    assert not result.stopped
-    assert state.boards["pi-03"].last_good == "old"
+    assert _outcomes(result)["pi-03"] == Outcome.UNREACHABLE
+    assert _outcomes(result)["pi-04"] == Outcome.NOT_REACHED
+    assert result.stopped and "failure budget spent: 1 failed, 0 allowed" in result.reason
+    assert state.boards["pi-03"].assigned == "old" and state.boards["pi-03"].last_good == "old"
+
+
+def test_unreachable_within_budget_rest_complete(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    fleet = FakeBoards(BOARDS, "old", down=frozenset({"pi-03"}))
+    plan = make_plan(BOARDS, OLD, "new", canary=1, max_fail=Count(1, False))
+    result = run_rollout(plan, state, fleet, "img:2")
+    assert _outcomes(result)["pi-04"] == Outcome.OK and not result.stopped and not result.ok
+
+
+def test_batch_where_every_board_fails_stops_with_budget_and_rollback(tmp_path: Path) -> None:
+    """ansible/ansible#76915: a batch that fails whole ends in the budget's stop and rollback."""
+    state = _state(tmp_path)
+
+    class Aborting(FakeBoards):
+        # Ansible aborting the play ("NO MORE HOSTS LEFT"): no result for the batch's boards.
+        def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Result]:
+            if set(boards) == {"pi-02", "pi-03"}:
+                return {}
+            return super().smoke(boards, versions)
+
+    fleet = Aborting(BOARDS, "old")
+    plan = make_plan(BOARDS, OLD, "new", canary=1, batch=Count(2, False), max_fail=Count(1, False))
+    result = run_rollout(plan, state, fleet, "img:2")
+    assert result.stopped and result.reason.startswith("failure budget spent: 2 failed")
+    outcomes = _outcomes(result)
+    assert outcomes["pi-02"] == outcomes["pi-03"] == Outcome.ROLLED_BACK
+    assert outcomes["pi-04"] == Outcome.NOT_REACHED
+    assert fleet.running["pi-02"] == fleet.running["pi-03"] == "old"
 
 
 def test_interrupt_is_recorded_and_resume_skips_done_boards(tmp_path: Path) -> None:
     state = _state(tmp_path)
 
-    class Interrupting(ScriptedFleet):
-        def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Outcome]:
+    class Interrupting(FakeBoards):
+        def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Result]:
             if "pi-03" in boards:
                 raise KeyboardInterrupt
             return super().smoke(boards, versions)
 
-    fleet = Interrupting()
-    plan = make_plan(BOARDS, {b: "old" for b in BOARDS}, "new", canary=1)
+    fleet = Interrupting(BOARDS, "old")
+    plan = make_plan(BOARDS, OLD, "new", canary=1)
     with pytest.raises(KeyboardInterrupt):
         run_rollout(plan, state, fleet, "img:2")
-    saved = load_state(tmp_path / "inventory.yml")
+    saved = load_state(tmp_path)
     assert saved.rollout is not None and saved.rollout.outcome == "interrupted"
     current = {b: saved.boards[b].last_good for b in BOARDS}
     resumed = make_plan(BOARDS, current, "new", canary=1)
     assert resumed.unchanged == ("pi-01", "pi-02") and resumed.boards == ["pi-03", "pi-04"]
-    result = run_rollout(resumed, saved, ScriptedFleet(), "img:2")
+    result = run_rollout(resumed, saved, FakeBoards(BOARDS, "old"), "img:2")
     assert result.ok
+
+
+def test_rollback_switches_then_smokes(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    for b in BOARDS:
+        state.board(b).assigned = "new"
+        state.board(b).record_good("new")
+    fleet = FakeBoards(BOARDS, "new", down=frozenset({"pi-04"}))
+    results = run_rollback(state, fleet, {"pi-01": "old", "pi-04": "old"}, lambda _m: None)
+    assert [(r.board, r.outcome, r.version) for r in results] == [
+        ("pi-01", Outcome.ROLLED_BACK, "old"),
+        ("pi-04", Outcome.UNREACHABLE, "new"),
+    ]
+    assert load_state(tmp_path).boards["pi-01"].assigned == "old"

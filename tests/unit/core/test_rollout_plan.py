@@ -26,24 +26,31 @@ def test_percent_batches_and_budget_round_up() -> None:
     assert plan.max_failures == 2  # ceil(7 * 0.2)
 
 
-def test_budget_stops_rollout() -> None:
+def test_budget_over_the_whole_rollout_stops_it() -> None:
     plan = make_plan(BOARDS, {}, "v", canary=1, batch=Count(2, False), max_fail=Count(1, False))
-    assert after_batch(plan, 0, failed=0, canary_verified=1).go_on
-    assert after_batch(plan, 1, failed=1, canary_verified=1).go_on
-    stop = after_batch(plan, 2, failed=2, canary_verified=1)
-    assert not stop.go_on and "budget" in stop.reason
+    assert after_batch(plan, 0, failed=0, batch_failed=0).go_on
+    assert after_batch(plan, 1, failed=1, batch_failed=1).go_on
+    stop = after_batch(plan, 2, failed=2, batch_failed=1)
+    assert not stop.go_on and "budget" in stop.reason and "whole rollout" in stop.reason
 
 
-def test_canary_failure_or_unverified_canary_stops() -> None:
+def test_canary_failure_stops_even_within_budget() -> None:
     plan = make_plan(BOARDS, {}, "v", canary=2, max_fail=Count(5, False))
-    assert not after_batch(plan, 0, failed=1, canary_verified=1).go_on
-    unverified = after_batch(plan, 0, failed=0, canary_verified=0)
-    assert not unverified.go_on and "canary" in unverified.reason
+    stop = after_batch(plan, 0, failed=1, batch_failed=1)
+    assert not stop.go_on and "canary" in stop.reason
+
+
+def test_whole_batch_failing_is_decided_by_the_budget() -> None:
+    plan = make_plan(BOARDS, {}, "v", canary=0, batch=Count(2, False), max_fail=Count(1, False))
+    stop = after_batch(plan, 0, failed=2, batch_failed=2)
+    assert not stop.go_on and stop.reason.startswith("failure budget spent: 2 failed")
+    roomy = make_plan(BOARDS, {}, "v", canary=0, batch=Count(2, False), max_fail=Count(5, False))
+    assert after_batch(roomy, 0, failed=2, batch_failed=2).go_on
 
 
 def test_last_batch_ends() -> None:
     plan = make_plan(BOARDS[:2], {}, "v", canary=1)
-    decision = after_batch(plan, 1, failed=0, canary_verified=1)
+    decision = after_batch(plan, 1, failed=0, batch_failed=0)
     assert not decision.go_on and decision.reason == "all batches done"
 
 

@@ -1,0 +1,174 @@
+"""Rollout and rollback as steps the CLI calls: plan (read-only), then run (under the lock).
+
+Planning reads the inventory, the fleet state, the export tree and the boards, and computes
+the version a source would get without writing anything (a dry run or a declined prompt
+leaves every byte as it was). Running re-reads the state under the writer's lock, exports
+the version without moving `current`, drives the engine, and moves `current` only when every
+targeted board ended on the version, smoked green.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from netroot.errors import UsageError
+from netroot.export.sources import SourceInfo
+from netroot.inventory import Board
+from netroot.rollout import service
+from netroot.rollout.engine import BoardResult, RolloutResult, run_rollback, run_rollout
+from netroot.rollout.plan import Count, Plan, make_plan
+from netroot.rollout.service import Fleet
+
+Log = Callable[[str], None]
+Observe = Callable[[list[Board]], Mapping[str, Any]]  # board -> BoardFacts, None: unreachable
+
+
+@dataclass(frozen=True)
+class PlannedRollout:
+    plan: Plan
+    boards: list[Board]  # the boards the rollout targets (pinned ones left out)
+    pinned: list[str]
+    observed: Mapping[str, Any]  # board -> BoardFacts (None: unreachable) when planned
+
+
+@dataclass(frozen=True)
+class RolloutOutcome:
+    result: RolloutResult
+    released: bool  # `current` moved to the new version
+
+
+def observe_boards(boards: list[Board]) -> dict[str, Any]:
+    """What each board has mounted, over SSH (read-only)."""
+    from netroot.rollout.status import observe_all
+
+    return {name: facts for name, (facts, _err) in observe_all(boards).items()}
+
+
+def plan_rollout(
+    fleet: Fleet,
+    targets: list[Board],
+    info: SourceInfo,
+    name: str,
+    canary: int,
+    batch: Count,
+    max_fail: Count,
+    stagger: float,
+    log: Log,
+    observe: Observe = observe_boards,
+) -> PlannedRollout:
+    """The rollout as data; writes nothing anywhere."""
+    from netroot.export.service import planned_version
+
+    pinned = [b.name for b in targets if b.version]
+    boards = [b for b in targets if not b.version]
+    other = [b.name for b in boards if b.image != name]
+    if other:
+        raise UsageError(
+            f"boards {', '.join(other)} run another image than {name!r}",
+            "pass --name to match their netroot_image, or pick another --group",
+        )
+    version = planned_version(info)
+    state = fleet.load()
+    observed = observe(boards)
+    for board, facts in observed.items():
+        if facts is None:
+            log(f"{board}: unreachable")
+    sources = service.plan_sources(state, observed, version)
+    plan = make_plan([b.name for b in boards], sources, version, canary, batch, max_fail, stagger)
+    return PlannedRollout(plan, boards, pinned, observed)
+
+
+def run(
+    fleet: Fleet,
+    planned: PlannedRollout,
+    source: str,
+    info: SourceInfo,
+    apply: Callable[[Any], None],
+    name: str,
+    qpu: str,
+    checks: Path | None,
+    log: Log,
+    engine_fleet: Any = None,
+) -> RolloutOutcome:
+    """Export without switching, run the plan, release the version if every board is green.
+
+    Call with the writer's lock held. `engine_fleet` replaces the Ansible fleet (tests).
+    """
+    from netroot.export import service as export_service
+    from netroot.rollout.fleet import AnsibleFleet
+
+    state = fleet.load()  # again: the plan was read before the lock
+    service.adopt_observed(state, planned.observed)
+    log(f"export {source} as {name} (current unchanged) ...")
+    exported = export_service.export(info, apply, fleet.root, name, switch=False)
+    if exported.manifest.version != planned.plan.to_version:
+        raise UsageError(f"{source} changed while planning", "run the rollout again")
+    state.save()
+    target = engine_fleet or AnsibleFleet(fleet.inventory, qpu_mode=qpu, checks_dir=checks, log=log)
+    result = run_rollout(planned.plan, state, target, source, log=log, name=name)
+    released = not result.stopped and release_if_green(fleet, planned, name, result.results)
+    return RolloutOutcome(result, released)
+
+
+def release_if_green(
+    fleet: Fleet, planned: PlannedRollout, name: str, results: Sequence[BoardResult] = ()
+) -> bool:
+    """Move `current` to the rollout's version when every targeted board runs it green.
+
+    Also what a rerun with nothing left to switch does (a controller that died after the
+    last smoke, before this step). Call with the writer's lock held.
+    """
+    from netroot.export import service as export_service
+    from netroot.export.manifest import Layout
+
+    state = fleet.load()
+    targeted = [b.name for b in planned.boards]
+    if not service.rollout_green([*results, *_unchanged_ok(planned.plan, state)], targeted):
+        return False
+    layout = Layout(fleet.root, name)
+    if not layout.manifest_path(planned.plan.to_version).exists():
+        return False
+    export_service.switch_current(layout, planned.plan.to_version)
+    return True
+
+
+def _unchanged_ok(plan: Plan, state: Any) -> list[BoardResult]:
+    """Boards already on the version, smoked green: they count as green for the release."""
+    from netroot.rollout.outcome import Outcome
+
+    return [
+        BoardResult(b, -1, Outcome.OK, plan.to_version)
+        for b in plan.unchanged
+        if state.board(b).last_good == plan.to_version
+    ]
+
+
+def rollback_versions(fleet: Fleet, boards: list[Board], to: str | None) -> dict[str, str]:
+    """Where each board goes back to (reads the state and the export tree)."""
+    from netroot.export.manifest import Layout
+
+    state = fleet.load()
+    wanted = {to} if to else {state.board(b.name).previous_good() for b in boards}
+    exists = {
+        f"{b.image}@{v}": Layout(fleet.root, b.image).manifest_path(v).exists()
+        for b in boards
+        for v in wanted
+        if v
+    }
+    return service.rollback_versions(boards, state, to, exists)
+
+
+def rollback(
+    fleet: Fleet, boards: list[Board], to: str | None, log: Log, engine_fleet: Any = None
+) -> list[BoardResult]:
+    """Roll back under the lock (state re-read after taking it)."""
+    from netroot.rollout.fleet import AnsibleFleet
+
+    versions = rollback_versions(fleet, boards, to)
+    state = fleet.load()
+    return run_rollback(
+        state, engine_fleet or AnsibleFleet(fleet.inventory, log=log), versions, log
+    )

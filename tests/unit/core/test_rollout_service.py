@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from netroot.rollout import service
+from netroot.rollout.desired import Desired
+from netroot.rollout.state import load_state
+from netroot.rollout.status import BoardFacts
+from tests.unit.core.fleetkit import inventory
+
+A, B, C = "a" * 16, "b" * 16, "c" * 16
+
+
+def test_provision_keeps_the_assignment(tmp_path: Path) -> None:
+    state = load_state(tmp_path)
+    state.board("pi-01").assigned = A
+    service.record_provision(state, {"pi-01": B})  # whatever the run left mounted
+    assert state.board("pi-01").assigned == A and state.board("pi-01").mounted == B
+    desired = {"pi-01": Desired(A, "assigned"), "pi-02": Desired(C, "current"),
+               "pi-03": Desired(None, "none")}  # fmt: skip
+    assert service.provision_versions(desired) == {"pi-01": A, "pi-02": C}
+    assert service.smoke_expectations(desired) == {"pi-01": {"version": A},
+                                                   "pi-02": {"version": C}}  # fmt: skip
+
+
+def test_plan_sources_resume_smokes_a_switched_board_again(tmp_path: Path) -> None:
+    state = load_state(tmp_path)
+    for b in ("pi-01", "pi-02"):
+        state.board(b).record_good(A)
+    state.board("pi-02").record_good(B)
+    observed = {"pi-01": BoardFacts(B, B), "pi-02": BoardFacts(B, B), "pi-03": None}
+    sources = service.plan_sources(state, observed, B)
+    # pi-01 has B mounted but never smoked it green: not "already there".
+    assert sources == {"pi-01": A, "pi-02": B, "pi-03": None}
+
+
+def test_protected_versions_cover_every_rule(tmp_path: Path) -> None:
+    inv = inventory(tmp_path, tmp_path / "inv.yml", pins={"pi-03": C})
+    state = load_state(tmp_path)
+    state.board("pi-01").assigned = A
+    state.board("pi-02").record_good(B)
+    state.board("pi-02").mounted = "d" * 16
+    desired = {"pi-01": Desired(A, "assigned"), "pi-02": Desired("e" * 16, "current"),
+               "pi-03": Desired(C, "pin")}  # fmt: skip
+    keep = service.protected_versions(inv.boards.values(), state, desired, "raspbian")
+    assert keep == {A, B, C, "d" * 16, "e" * 16}
+    assert service.protected_versions(inv.boards.values(), state, desired, "other") == set()
+
+
+def test_adopt_observed_takes_what_ran_before_netroot(tmp_path: Path) -> None:
+    state = load_state(tmp_path)
+    state.board("pi-02").record_good(A)
+    service.adopt_observed(state, {"pi-01": BoardFacts(B, B), "pi-02": BoardFacts(B, B)})
+    assert state.board("pi-01").last_good == B and state.board("pi-01").assigned == B
+    assert state.board("pi-02").last_good == A  # a recorded good version is not overwritten
+
+
+def test_smoke_results_recorded_in_the_rollout_vocabulary(tmp_path: Path) -> None:
+    from netroot.smoke.report import BoardReport, CheckResult, SmokeReport
+    from netroot.smoke.service import record_results
+
+    fleet = service.Fleet(inventory(tmp_path / "root", tmp_path / "inv.yml"))
+    failing = BoardReport("pi-02", checks=[CheckResult("pi-02", "test_x", "fail", "no")])
+    down = BoardReport("pi-03", reachable=False, error="timed out")
+    report = SmokeReport([BoardReport("pi-01"), failing, down])
+    assert not record_results(fleet, report)  # no export root on this host: nothing written
+    assert not (tmp_path / "root").exists()
+    (tmp_path / "root").mkdir()
+    assert record_results(fleet, report)
+    boards = fleet.load().boards
+    assert [boards[b].smoke_status for b in ("pi-01", "pi-02", "pi-03")] == [
+        "ok",
+        "failed",
+        "unreachable",
+    ]
