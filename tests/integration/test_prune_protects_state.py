@@ -42,7 +42,7 @@ def test_prune_spares_state_versions(tmp_path: Path) -> None:
             capture_output=True, text=True, env=env, check=True,
         )  # fmt: skip
         made.append(json.loads(out.stdout)["version"])
-    state = load_state(inv)
+    state = load_state(root)
     state.board("pi-01").assigned = made[0]
     state.board("pi-01").record_good(made[1])
     state.save()
