@@ -104,6 +104,7 @@ def rollout(
     """Export (or reuse) a version, then switch boards canary first, batch by batch, smoked."""
     from netroot.export import service
     from netroot.export.open import name_for, open_source
+    from netroot.provision.service import check_become
     from netroot.rollout.engine import run_rollout
     from netroot.rollout.fleet import AnsibleFleet
     from netroot.rollout.plan import Count, make_plan
@@ -125,6 +126,8 @@ def rollout(
             "pass --name to match their netroot_image, or pick another --group",
         )
     state = load_state(inv.path)
+    if not dry_run:  # before anything changes: every host's user gets root without a password
+        check_become(inv, [inv.server.name, *(b.name for b in boards)])
     app.out.info(f"export {source} as {name} ...")
     exported = service.export(info, apply, Path(inv.server.export_root), name)
     version = exported.manifest.version
@@ -187,6 +190,7 @@ def rollback(
 ) -> None:
     """Put boards back on their previous good version (or --to ID), then smoke them."""
     from netroot.export.manifest import Layout
+    from netroot.provision.service import check_become
     from netroot.rollout.engine import run_rollback
     from netroot.rollout.fleet import AnsibleFleet
     from netroot.rollout.state import load_state
@@ -207,6 +211,7 @@ def rollback(
                 f"see `netroot versions {board.image}`",
             )
         versions[board.name] = want
+    check_become(inv, [inv.server.name, *versions])
     _confirm(app, yes, "roll back " + ", ".join(f"{b} to {v}" for b, v in versions.items()) + "?")
     results = run_rollback(state, AnsibleFleet(inv, log=app.out.info), versions, app.out.info)
     _results_table(app, results, as_json, {}, canary=False)

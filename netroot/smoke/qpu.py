@@ -43,9 +43,10 @@ def stage_checks(board: str, report: QpuReport) -> list[CheckResult]:
 
 
 def run_qpu(session: Session, board: Board, mode: str) -> tuple[list[CheckResult], dict[str, Any]]:
-    """Send the dependency-free program over SSH; run it with the image's python3 in the chroot."""
+    """Send the dependency-free program over SSH; run it as root (become) with the image's
+    python3 in the chroot (it opens /dev/vcio and maps /dev/mem)."""
     program = build_program(mode).encode()
-    res = session.run(f"{CHROOT} /usr/bin/python3 -", stdin=program, timeout=600)
+    res = session.run_privileged(f"{CHROOT} /usr/bin/python3 -", stdin=program, timeout=600)
     try:
         report = parse(res.stdout.decode(errors="replace"))
     except ReportError as exc:
