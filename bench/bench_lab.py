@@ -1,63 +1,98 @@
-"""Times of `netroot lab up` with 3 boards: booted vs resumed, and memory per board (not a test).
+"""Times of the virtual lab (not a test): armhf vs arm64 boards, booted vs resumed.
 
-    .venv/bin/python -m bench.bench_lab [--boards 3] [--cold]
+    .venv/bin/python -m bench.bench_lab [--boards 3] [--arches armhf,arm64] [--resume] [--cold]
 
-Measures, in one run: `lab up --boot` (every board boots its own systemd under TCG) and
-`lab up` after `lab down` (boards resume their saved state), each as seconds to "all hosts
-ssh-ready", their ratio, and each board's RSS after `up`. With --cold, the lab's cache
-(rootfs tars, kernel, initramfs, base disk, images) is removed first and the first `up` also
-builds everything from Debian's archive (minutes). Stops a running lab first and leaves
-the lab up at the end; prints JSON on stdout.
+Measures, in one run and for each board arch (armhf: Debian's armmp-lpae kernel on a Cortex-A15,
+`armv7l` like 32-bit Raspberry Pi OS, the default; arm64: Debian's arm64 kernel on a Cortex-A53,
+the 64-bit case): `lab up --boot` of N boards to "all hosts ssh-ready", the first provision of
+pi-01 (server exports, scripts, the version mounted, config.txt managed and the reboot it needs),
+then `netroot smoke pi-01`, and each board's RSS. Ratios armhf/arm64 come from the same run.
+With --resume, also `lab down` (saving state) and `lab up` again for the last arch (resume vs
+boot). With --cold, the lab's build cache is removed first and the first `up` builds everything
+from Debian's archive (minutes). Stops a running lab first, leaves the lab up at the end of the
+last arch; prints JSON on stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
+import sys
 import time
 from typing import Any
 
 from netroot import paths
-from netroot.lab import service
+from netroot.lab import arch, service
+from netroot.lab.plan import RASPBIAN_IMAGE
 
 
 def _quiet(msg: str) -> None:
-    print(f"[lab] {msg}", flush=True)
+    print(f"[lab] {msg}", file=sys.stderr, flush=True)
 
 
 def _rss() -> dict[str, float | None]:
     return {h.name: h.rss_mib for h in service.status().hosts if h.role == "board"}
 
 
-def _timed_up(boards: int, boot: bool) -> float:
+def _timed_up(boards: int, boot: bool, kind: arch.BoardArch) -> float:
     t0 = time.monotonic()
-    service.up(boards, _quiet, boot=boot)
+    service.up(boards, _quiet, boot=boot, arch=kind)
     return time.monotonic() - t0
+
+
+def _netroot(*args: str) -> float:
+    """Run netroot on the lab's inventory; seconds taken (a failure stops the bench)."""
+    env = {**os.environ, "NETROOT_INVENTORY": str(paths.lab_inventory()), "NO_COLOR": "1"}
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "netroot", *args], env=env, capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"netroot {' '.join(args)}: exit {proc.returncode}\n{proc.stderr}")
+    return time.monotonic() - t0
+
+
+def _one_arch(kind: arch.BoardArch, boards: int) -> dict[str, Any]:
+    # A fresh disk per arch: the boards' disks are overlays of that arch's base disk.
+    service.down(_quiet, save=False)
+    out: dict[str, Any] = {"boot_up_s": round(_timed_up(boards, True, kind), 1)}
+    out["rss_mib_after_boot"] = _rss()
+    _netroot("export", RASPBIAN_IMAGE, "--name", "raspbian")
+    out["first_provision_pi01_s"] = round(_netroot("provision", "pi-01"), 1)
+    out["smoke_pi01_s"] = round(_netroot("smoke", "pi-01"), 1)
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--boards", type=int, default=3)
+    parser.add_argument("--arches", default="armhf,arm64")
+    parser.add_argument("--resume", action="store_true", help="also time down + resumed up")
     parser.add_argument("--cold", action="store_true", help="empty the build cache first")
     args = parser.parse_args()
+    kinds = [arch.by_name(a) for a in args.arches.split(",")]
     result: dict[str, Any] = {"boards": args.boards}
     service.down(_quiet, save=False)
     if args.cold:
         shutil.rmtree(paths.cache_dir() / "lab", ignore_errors=True)
         for tag in ("netroot-lab/server:bookworm", "netroot-lab/raspbian:bookworm"):
             subprocess.run(["docker", "image", "rm", "-f", tag], capture_output=True)
-        result["cold_up_s"] = round(_timed_up(args.boards, boot=True), 1)
-        service.down(_quiet, save=False)
-    result["boot_up_s"] = round(_timed_up(args.boards, boot=True), 1)
-    result["rss_mib_after_boot"] = _rss()
-    t0 = time.monotonic()
-    service.down(_quiet, save=True)
-    result["down_with_save_s"] = round(time.monotonic() - t0, 1)
-    result["resume_up_s"] = round(_timed_up(args.boards, boot=False), 1)
-    result["rss_mib_after_resume"] = _rss()
-    result["resume_vs_boot"] = round(result["resume_up_s"] / result["boot_up_s"], 3)
+        result["cold_up_s"] = round(_timed_up(args.boards, True, kinds[0]), 1)
+    for kind in kinds:
+        result[kind.name] = _one_arch(kind, args.boards)
+    if {"armhf", "arm64"} <= set(result):
+        for key in ("boot_up_s", "first_provision_pi01_s", "smoke_pi01_s"):
+            result[f"armhf_vs_arm64_{key}"] = round(result["armhf"][key] / result["arm64"][key], 2)
+    if args.resume:
+        last = result[kinds[-1].name]
+        t0 = time.monotonic()
+        service.down(_quiet, save=True)
+        last["down_with_save_s"] = round(time.monotonic() - t0, 1)
+        last["resume_up_s"] = round(_timed_up(args.boards, False, kinds[-1]), 1)
+        last["resume_vs_boot"] = round(last["resume_up_s"] / last["boot_up_s"], 3)
     print(json.dumps(result, indent=2))
 
 

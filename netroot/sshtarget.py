@@ -1,4 +1,10 @@
-"""Where and how to reach a host over SSH, derived from its inventory vars (pure)."""
+"""Where and how to reach a host over SSH, derived from its inventory vars (pure).
+
+Ansible's connection vars decide it, as for Ansible itself: `ansible_user` logs in, and with
+`ansible_become` (method `sudo`, the only one netroot speaks) commands that need privileges run
+as `ansible_become_user` (default root) through `sudo -n`: never a password prompt, so nothing
+can hang waiting for one. A non-root user without become is refused before anything runs.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +12,14 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from netroot.errors import UsageError
 from netroot.inventory import Host
+
+BECOME_METHODS = ("sudo",)
+_TRUE = {"true", "yes", "on", "1", "y", "t"}
+_FALSE = {"false", "no", "off", "0", "n", "f", ""}
 
 
 @dataclass(frozen=True)
@@ -18,6 +30,41 @@ class SshTarget:
     user: str
     key_file: str | None
     known_hosts: str  # host keys are checked against this file; unknown keys are refused
+    become: bool = False
+    become_user: str = "root"
+
+    @property
+    def sudo(self) -> bool:
+        """Privileged commands go through sudo (become asked, and to another user)."""
+        return self.become and self.user != self.become_user
+
+    @property
+    def privileged_ok(self) -> bool:
+        """Commands can get root: logged in as root, or becoming root."""
+        return self.user == "root" if not self.become else self.become_user == "root"
+
+    def privileged(self, command: str) -> str:
+        """The shell command line that runs `command` (a shell string) with become applied.
+
+        `sudo -n` fails at once where a password would be needed (exit 1, "a password is
+        required"), which the preflight turns into one line; `-H` gives root's HOME.
+        """
+        if not self.sudo:
+            return command
+        user = shlex.quote(self.become_user)
+        return f"sudo -n -H -u {user} -- /bin/sh -c {shlex.quote(command)}"
+
+
+def as_bool(value: Any, host: str, field: str) -> bool:
+    """An Ansible boolean (true/yes/on/1, any case), else a usage error naming host and field."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise UsageError(f"{host}: {field}: expected a boolean, got {value!r}")
 
 
 def known_hosts_for(host: Host) -> str:
@@ -34,6 +81,14 @@ def known_hosts_for(host: Host) -> str:
 
 
 def target_for(host: Host) -> SshTarget:
+    """The host's SSH target, become included; a become method other than sudo is refused."""
+    become = as_bool(host.vars.get("ansible_become", False), host.name, "ansible_become")
+    method = str(host.vars.get("ansible_become_method", "sudo"))
+    if become and method not in BECOME_METHODS:
+        raise UsageError(
+            f"{host.name}: ansible_become_method {method!r} is not supported",
+            "netroot becomes root with sudo -n: set ansible_become_method: sudo",
+        )
     return SshTarget(
         name=host.name,
         host=host.ssh_host,
@@ -41,4 +96,6 @@ def target_for(host: Host) -> SshTarget:
         user=host.ssh_user,
         key_file=host.ssh_key,
         known_hosts=known_hosts_for(host),
+        become=become,
+        become_user=str(host.vars.get("ansible_become_user", "root")),
     )

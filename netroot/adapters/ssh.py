@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,6 +29,70 @@ class Unreachable(NetrootError):
             Exit.UNREACHABLE,
         )
         self.target = target
+
+
+class BecomeRefused(NetrootError):
+    """The login user cannot get root without a password: one line naming host and remedy."""
+
+    def __init__(self, target: SshTarget, why: str) -> None:
+        super().__init__(
+            f"{target.name}: {why}; nothing was changed",
+            "",
+            Exit.USAGE,
+        )
+        self.target = target
+
+
+def become_problem(target: SshTarget, sudo_rc: int | None, sudo_stderr: str) -> str | None:
+    """Why `target` cannot run netroot's privileged commands, or None (pure).
+
+    sudo_rc/sudo_stderr: the result of `sudo -n true` on the host (None when not probed).
+    """
+    who = f"{target.user}@{target.host}"
+    if not target.privileged_ok:
+        if not target.become:
+            return (
+                f"{who} is not root and ansible_become is off: set ansible_become: true "
+                f"(with passwordless sudo for {target.user}) or ansible_user: root"
+            )
+        return (
+            f"ansible_become_user is {target.become_user!r}, but netroot needs root on the "
+            "host: remove ansible_become_user or set it to root"
+        )
+    if sudo_rc is None or sudo_rc == 0:
+        return None
+    said = (sudo_stderr.strip().splitlines() or [f"exit {sudo_rc}"])[-1]
+    return (
+        f"{who} cannot sudo without a password ({said}): give {target.user} passwordless "
+        f"sudo (a line '{target.user} ALL=(ALL) NOPASSWD: ALL' in /etc/sudoers.d/) or use an "
+        "ansible_user that has it"
+    )
+
+
+def check_privileges(targets: Sequence[SshTarget]) -> None:
+    """Raise BecomeRefused for the first host whose user cannot become root without a password.
+
+    One `sudo -n true` per host that uses sudo, all at once; hosts reached as root need no
+    round trip. Unreachable hosts are left to the operation itself (it reports them).
+    """
+
+    def probe(target: SshTarget) -> str | None:
+        if not target.sudo:
+            return become_problem(target, None, "")
+        try:
+            with Session(target, connect_timeout=15) as session:
+                res = session.run("sudo -n true", timeout=60)
+        except Unreachable:
+            return None
+        return become_problem(target, res.rc, res.stderr.decode(errors="replace"))
+
+    if not targets:
+        return
+    with ThreadPoolExecutor(max_workers=min(8, len(targets))) as pool:
+        problems = list(pool.map(probe, targets))
+    for target, problem in zip(targets, problems, strict=True):
+        if problem:
+            raise BecomeRefused(target, problem)
 
 
 class Session:
@@ -96,6 +162,12 @@ class Session:
             self.close()
             raise Unreachable(self.target, f"connection lost: {exc}") from None
         return Result(rc, out, err)
+
+    def run_privileged(
+        self, command: str, stdin: bytes | None = None, timeout: float | None = None
+    ) -> Result:
+        """Run `command` as root: directly when logged in as root, else through `sudo -n`."""
+        return self.run(self.target.privileged(command), stdin=stdin, timeout=timeout)
 
     def close(self) -> None:
         if self._client is not None:

@@ -32,8 +32,14 @@ def up_cmd(
     export_root: Path | None = typer.Option(
         None, "--export-root", help="The NFS export root (default: <lab dir>/export)."
     ),
+    arch: str = typer.Option(
+        "armhf",
+        "--arch",
+        help="Board kernel: armhf (32-bit Raspberry Pi OS, armv7l) or arm64 (64-bit, aarch64).",
+    ),
 ) -> None:
     """Build (once, cached) and start the lab; returns when every host is SSH-ready."""
+    from netroot.lab import arch as arch_mod
     from netroot.lab import service
 
     app, t0 = _reporter(ctx)
@@ -41,7 +47,14 @@ def up_cmd(
     def report(msg: str) -> None:
         app.out.info(f"[cyan]{time.monotonic() - t0:6.1f}s[/cyan] {escape(msg)}", markup=True)
 
-    plan = service.up(boards, report, fresh=fresh, export_root=export_root, boot=boot)
+    plan = service.up(
+        boards,
+        report,
+        fresh=fresh,
+        export_root=export_root,
+        boot=boot,
+        arch=arch_mod.by_name(arch),
+    )
     app.out.info(f"inventory: {plan.lab_dir / 'inventory.yml'}")
 
 

@@ -126,6 +126,7 @@ def rollout(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
     from netroot.export.open import name_for, open_source
+    from netroot.provision.service import check_become
     from netroot.rollout import lock, runner
     from netroot.rollout.plan import Count
     from netroot.rollout.service import Fleet
@@ -156,6 +157,9 @@ def rollout(
             app.out.json({"plan": planned.plan.to_dict(), "pinned": planned.pinned,
                           "dry_run": dry_run, "released": released, "boards": []})  # fmt: skip
         return
+    # Before anything changes: every host's user gets root without a password (sudo -n).
+    inv = fleet.inventory
+    check_become(inv, [inv.server.name, *(b.name for b in planned.boards)])
     _confirm(yes, f"roll {planned.plan.to_version} out to {len(planned.plan.boards)} boards?")
     with lock.held(fleet.root, _command_line(), break_lock=break_lock):
         outcome = runner.run(fleet, planned, source, info, apply, name, qpu, checks, app.out.info)
@@ -184,6 +188,7 @@ def rollback(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
     """Put boards back on their previous good version (or --to ID), then smoke them."""
+    from netroot.provision.service import check_become
     from netroot.rollout import lock, runner
     from netroot.rollout.outcome import Outcome
     from netroot.rollout.service import Fleet
@@ -193,6 +198,7 @@ def rollback(
     boards = fleet.inventory.resolve(targets)
     lock.refuse_if_held(fleet.root, break_lock=break_lock)
     versions = runner.rollback_versions(fleet, boards, to)
+    check_become(fleet.inventory, [fleet.inventory.server.name, *versions])
     _confirm(yes, "roll back " + ", ".join(f"{b} to {v}" for b, v in versions.items()) + "?")
     with lock.held(fleet.root, _command_line(), break_lock=break_lock):
         results = runner.rollback(fleet, boards, to, app.out.info)

@@ -1,4 +1,4 @@
-"""Boards: qemu-system-aarch64 processes, one per board, daemonized with a pidfile."""
+"""Boards: qemu-system-arm/-aarch64 processes, one per board, daemonized with a pidfile."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 from netroot.errors import NetrootError
 from netroot.lab import monitor, network, supervise
+from netroot.lab.arch import DEFAULT, BoardArch
 from netroot.lab.plan import BoardPlan
 from netroot.run import run
 
@@ -61,13 +62,20 @@ def kernel_cmdline(board: BoardPlan, prefixlen: int = 24) -> str:
     return f"console=ttyAMA0 panic=-1 quiet loglevel=4 netroot.ip={board.address}/{prefixlen}"
 
 
-def qemu_argv(board: BoardPlan, files: BoardFiles, kernel: Path, initrd: Path) -> list[str]:
-    """The board's qemu command line (a Pi 3B's Cortex-A53 on the `virt` machine)."""
+def qemu_argv(
+    board: BoardPlan, files: BoardFiles, kernel: Path, initrd: Path, arch: BoardArch = DEFAULT
+) -> list[str]:
+    """The board's qemu command line (a `virt` machine with the arch's CPU).
+
+    No `-no-reboot`: a board that reboots (a changed config.txt) is reset by QEMU in the same
+    process, so it comes back at the same address on the same disk, and its boot unit mounts its
+    version again. A power-off still ends the process.
+    """
     console = f"socket,id=console,path={files.console_socket},server=on,wait=off"
     pairs = [
         ("-name", f"{board.name},process=netroot-{board.name}"),
         ("-M", "virt"),
-        ("-cpu", "cortex-a53"),
+        ("-cpu", arch.cpu),
         ("-smp", "1"),
         ("-m", str(MEMORY_MIB)),
         ("-accel", "tcg,tb-size=128"),
@@ -88,7 +96,7 @@ def qemu_argv(board: BoardPlan, files: BoardFiles, kernel: Path, initrd: Path) -
         ("-display", "none"),
         ("-pidfile", str(files.pidfile)),
     ]
-    return ["qemu-system-aarch64", *[x for pair in pairs for x in pair], "-no-reboot"]
+    return [arch.qemu, *[x for pair in pairs for x in pair]]
 
 
 def fingerprint(argv: list[str], seed: bytes) -> str:
@@ -106,25 +114,36 @@ def resumable(files: BoardFiles, print_: str) -> bool:
     return SNAPSHOT in info.split()
 
 
-def start(board: BoardPlan, files: BoardFiles, kernel: Path, initrd: Path) -> bool:
+def start(
+    board: BoardPlan, files: BoardFiles, kernel: Path, initrd: Path, arch: BoardArch = DEFAULT
+) -> bool:
     """Start the board's qemu inside the lab namespace, resuming its saved state if it matches.
 
     Returns True if it resumed (seconds) rather than booted (a minute of emulated systemd).
     """
     files.pidfile.unlink(missing_ok=True)
-    argv = qemu_argv(board, files, kernel, initrd)
+    argv = qemu_argv(board, files, kernel, initrd, arch)
     print_ = fingerprint(argv, files.seed.read_bytes())
     resume = resumable(files, print_)
     files.snapshot_marker.unlink(missing_ok=True)  # a state is resumed at most once
     if not resume:
         files.console.unlink(missing_ok=True)
     (files.dir / "fingerprint").write_text(print_ + "\n")
+    (files.dir / "arch").write_text(arch.name + "\n")
     extra = ["-loadvm", SNAPSHOT] if resume else []
     run([*network.qemu_prefix(), *argv, *extra, "-daemonize"], hint=QEMU_HINT)
     pid = supervise.read_pidfile(files.pidfile)
     if pid is None or not supervise.is_ours(pid, str(files.disk)):
         raise NetrootError(f"{board.name}: qemu daemonized but left no live pid")
     return resume
+
+
+def arch_of(files: BoardFiles) -> str:
+    """The arch the board was last started as (boards from before arches were arm64)."""
+    try:
+        return (files.dir / "arch").read_text().strip()
+    except FileNotFoundError:
+        return "arm64"
 
 
 def running_pid(files: BoardFiles) -> int | None:

@@ -33,11 +33,11 @@ DRIVER_MODULES = (
 DISK_SIZE = "4G"  # sparse: only what is written takes space
 
 
-def base_key(rootfs_tar: Path, kernel: Kernel) -> str:
-    """Cache key of the base disk: the rootfs recipe, the kernel and the customize script."""
+def base_key(rootfs_tar: Path, kernel: Kernel, arch: str) -> str:
+    """Cache key of the base disk: the rootfs recipe, the kernel, arch and the customize script."""
     h = hashlib.sha256()
     h.update(rootfs_tar.name.encode())
-    h.update(kernel.version.encode())
+    h.update(kernel.version.encode() + arch.encode())
     h.update(project_file("images", "board", "customize.sh").read_bytes())
     h.update(repr((MODULE_TREES, DRIVER_MODULES, DISK_SIZE)).encode())
     return h.hexdigest()[:12]
@@ -60,9 +60,9 @@ def install_modules(kernel: Kernel, tree: Path) -> None:
     run(["depmod", "-b", tree, kernel.version])
 
 
-def build_base(rootfs_tar: Path, kernel: Kernel, cache: Path) -> Path:
+def build_base(rootfs_tar: Path, kernel: Kernel, arch: str, cache: Path) -> Path:
     """Build (or reuse) the shared base disk: an ext4 image made with `mke2fs -d` (no mount)."""
-    path = cache / f"board-disk-{base_key(rootfs_tar, kernel)}.img"
+    path = cache / f"board-disk-{base_key(rootfs_tar, kernel, arch)}.img"
     if path.exists():
         return path
     work = cache / "tmp" / f"{path.stem}.tree"
@@ -70,7 +70,7 @@ def build_base(rootfs_tar: Path, kernel: Kernel, cache: Path) -> Path:
     work.mkdir(parents=True)
     try:
         run(["tar", "-x", "-p", "--numeric-owner", "--xattrs", "-f", rootfs_tar, "-C", work])
-        run(["sh", project_file("images", "board", "customize.sh"), work])
+        run(["sh", project_file("images", "board", "customize.sh"), work, arch])
         install_modules(kernel, work)
         tmp = path.with_suffix(".tmp")
         tmp.unlink(missing_ok=True)
@@ -103,21 +103,30 @@ def overlay(base: Path, disk: Path, fresh: bool) -> None:
     stamp.write_text(identity)
 
 
-def seed_tar(files: Mapping[str, tuple[bytes, int]]) -> bytes:
-    """A tar of per-board files (path -> content, mode), all root-owned, laid over `/` at boot.
+def seed_tar(
+    files: Mapping[str, tuple[bytes, int]], ssh_dirs: Mapping[str, int] | None = None
+) -> bytes:
+    """A tar of per-board files (path -> content, mode) laid over `/` at boot.
 
-    Parent directories are not members, so unpacking never changes their modes; `root/.ssh`
-    is the exception because sshd insists on 0700.
+    Parent directories are not members, so unpacking never changes their modes; the `.ssh`
+    directories in `ssh_dirs` (path -> owner uid) are the exception: sshd insists on 0700 and
+    on the user owning them. Files under such a directory get its owner, the rest are root's;
+    owners are numeric (the initramfs has no user database).
     """
+    dirs = {"root/.ssh": 0, **(ssh_dirs or {})}
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-        ssh_dir = tarfile.TarInfo("root/.ssh")
-        ssh_dir.type = tarfile.DIRTYPE
-        ssh_dir.mode = 0o700
-        tar.addfile(ssh_dir)
+        for path, uid in sorted(dirs.items()):
+            ssh_dir = tarfile.TarInfo(path)
+            ssh_dir.type = tarfile.DIRTYPE
+            ssh_dir.mode = 0o700
+            ssh_dir.uid = ssh_dir.gid = uid
+            tar.addfile(ssh_dir)
         for name, (data, mode) in sorted(files.items()):
             info = tarfile.TarInfo(name.lstrip("/"))
             info.size = len(data)
             info.mode = mode
+            owner = [uid for d, uid in dirs.items() if info.name.startswith(d + "/")]
+            info.uid = info.gid = owner[0] if owner else 0
             tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()

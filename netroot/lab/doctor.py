@@ -21,7 +21,8 @@ class Requirement:
 REQUIREMENTS = (
     Requirement("ip", "iproute2", "lab network namespace, bridge, veths, taps"),
     Requirement("nsenter", "util-linux", "address the server container's network"),
-    Requirement("qemu-system-aarch64", "qemu-system-arm", "the virtual ARM boards"),
+    Requirement("qemu-system-arm", "qemu-system-arm", "the virtual 32-bit ARM boards"),
+    Requirement("qemu-system-aarch64", "qemu-system-arm", "the virtual 64-bit ARM boards"),
     Requirement("qemu-img", "qemu-utils", "per-board copy-on-write disks"),
     Requirement("mmdebstrap", "mmdebstrap", "building the lab's Debian trees"),
     Requirement("/usr/bin/qemu-arm-static", "qemu-user-static", "armhf tree builds on x86"),

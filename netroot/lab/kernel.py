@@ -1,4 +1,4 @@
-"""The boards' kernel and initramfs: Debian's arm64 kernel, busybox-static, resolved modules."""
+"""The boards' kernel and initramfs: Debian's kernel (armhf or arm64), busybox-static, modules."""
 
 from __future__ import annotations
 

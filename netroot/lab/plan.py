@@ -21,6 +21,8 @@ SERVER_VETH = "nr-srv-br"  # lab side of the server's link; the container side i
 SERVER_CONTAINER = "netroot-lab-nfs-01"
 SERVER_IMAGE = "netroot-lab/server:bookworm"
 RASPBIAN_IMAGE = "netroot-lab/raspbian:bookworm"
+BOARD_USER = "pi"  # the imaging user of Raspberry Pi OS: passwordless sudo, root refused
+NOSUDO_USER = "student"  # a second login whose sudo asks for a password
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class LabPlan:
     lab_dir: Path
     export_root: Path
     boards: tuple[BoardPlan, ...]
+    arch: str = "armhf"
     prefixlen: int = SUBNET.prefixlen
 
     @property
@@ -86,7 +89,9 @@ def board_plan(index: int) -> BoardPlan:
     )
 
 
-def make_plan(boards: int, lab_dir: Path, export_root: Path | None = None) -> LabPlan:
+def make_plan(
+    boards: int, lab_dir: Path, export_root: Path | None = None, arch: str = "armhf"
+) -> LabPlan:
     """The plan for `boards` boards under `lab_dir` (export root default: lab_dir/export)."""
     if boards < 1 or boards > MAX_BOARDS:
         raise UsageError(f"--boards {boards}: expected 1..{MAX_BOARDS}")
@@ -94,4 +99,5 @@ def make_plan(boards: int, lab_dir: Path, export_root: Path | None = None) -> La
         lab_dir=lab_dir,
         export_root=export_root or lab_dir / "export",
         boards=tuple(board_plan(i) for i in range(1, boards + 1)),
+        arch=arch,
     )

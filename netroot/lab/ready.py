@@ -25,7 +25,9 @@ def ssh_banner(address: str, timeout: float = 20.0) -> bool:
         return False
 
 
-def ssh_argv(address: str, key: Path, known_hosts: Path, *command: str) -> list[str]:
+def ssh_argv(
+    address: str, key: Path, known_hosts: Path, *command: str, user: str = "root"
+) -> list[str]:
     """ssh to a lab host with the lab's key, checking its host key against the lab's known_hosts."""
     return [
         "ssh",
@@ -43,19 +45,20 @@ def ssh_argv(address: str, key: Path, known_hosts: Path, *command: str) -> list[
         "ConnectTimeout=30",
         "-o",
         "LogLevel=ERROR",
-        f"root@{address}",
+        f"{user}@{address}",
         *command,
     ]
 
 
-def ssh_ok(address: str, key: Path, known_hosts: Path) -> bool:
+def ssh_ok(address: str, key: Path, known_hosts: Path, user: str = "root") -> bool:
     """A full login that runs `true`: proves sshd, the lab key and the host key all agree."""
-    proc = run(ssh_argv(address, key, known_hosts, "true"), check=False, timeout=60)
+    proc = run(ssh_argv(address, key, known_hosts, "true", user=user), check=False, timeout=60)
     return proc.returncode == 0
 
 
 def wait_all(
     hosts: dict[str, str],
+    users: dict[str, str],
     key: Path,
     known_hosts: Path,
     timeout: float,
@@ -74,7 +77,7 @@ def wait_all(
         while time.monotonic() - start < timeout:
             if not alive(name):
                 return False
-            if ssh_banner(address) and ssh_ok(address, key, known_hosts):
+            if ssh_banner(address) and ssh_ok(address, key, known_hosts, users[name]):
                 with lock:
                     on_ready(name, time.monotonic() - start)
                 return True

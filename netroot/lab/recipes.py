@@ -52,13 +52,12 @@ class Recipe:
         return argv
 
 
-# Debian's arm64 kernel (and its modules) plus a static arm64 busybox for the initramfs.
-# `extract` only unpacks: no maintainer scripts run, and the host's dpkg architectures
-# stay untouched (unlike `dpkg --add-architecture arm64; apt-get download`).
-KERNEL = Recipe("kernel", "arm64", "extract", ("linux-image-arm64", "busybox-static"), ())
+# The boards' kernels are recipes too (netroot/lab/arch.py): Debian's kernel package and a static
+# busybox for the initramfs, with the `extract` variant: it only unpacks, no maintainer scripts
+# run, and the host's dpkg architectures stay untouched (unlike `dpkg --add-architecture`).
 
-# The boards' own "SD-card" OS: armhf like Raspberry Pi OS Lite, booting systemd.
-# udev is needed by systemd-networkd to manage links; dbus keeps systemd's tools quiet.
+# The boards' own "SD-card" OS: armhf like Raspberry Pi OS Lite, booting systemd, with sudo for
+# its imaging user `pi` (images/board/customize.sh). dbus keeps systemd's tools quiet.
 BOARD = Recipe(
     "board-rootfs",
     "armhf",
@@ -74,6 +73,7 @@ BOARD = Recipe(
         "iproute2",
         "procps",
         "netbase",
+        "sudo",
     ),
 )
 
@@ -98,4 +98,4 @@ SERVER = Recipe(
 # The Raspbian stand-in that netroot exports: armhf python3 and numpy (no torch in Debian armhf).
 RASPBIAN = Recipe("raspbian-rootfs", "armhf", "minbase", ("python3", "python3-numpy"))
 
-ALL = (KERNEL, BOARD, SERVER, RASPBIAN)
+ALL = (BOARD, SERVER, RASPBIAN)

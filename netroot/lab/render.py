@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from netroot.lab.plan import SERVER_ADDRESS, SERVER_NAME, LabPlan
+from netroot.lab.plan import BOARD_USER, SERVER_ADDRESS, SERVER_NAME, LabPlan
 
 
 def inventory(plan: LabPlan) -> dict[str, Any]:
@@ -22,6 +22,9 @@ def inventory(plan: LabPlan) -> dict[str, Any]:
             "netroot_address": b.address,
             "netroot_image": "raspbian",
             "netroot_qpu": False,
+            # No VideoCore here, but the boot config is managed as on a real QPU board, so
+            # that path (config.txt, reboot, back on its version) runs in the lab.
+            "netroot_qpu_boot_config": True,
             "netroot_mac": b.mac,
         }
         for b in plan.boards
@@ -46,7 +49,11 @@ def inventory(plan: LabPlan) -> dict[str, Any]:
                         }
                     }
                 },
-                "boards": {"children": {"lab": {"hosts": boards}}},
+                # As a stock Raspberry Pi OS board: its imaging user, root through sudo.
+                "boards": {
+                    "vars": {"ansible_user": BOARD_USER, "ansible_become": True},
+                    "children": {"lab": {"hosts": boards}},
+                },
             },
         }
     }

@@ -14,6 +14,9 @@ from pathlib import Path
 from netroot import paths
 from netroot.errors import EnvironmentMissing, NetrootError
 from netroot.lab import (
+    arch as arch_mod,
+)
+from netroot.lab import (
     boards,
     disk,
     doctor,
@@ -28,9 +31,12 @@ from netroot.lab import (
     state,
     supervise,
 )
+from netroot.lab.arch import BoardArch
 from netroot.lab.boards import BoardFiles
 from netroot.lab.plan import (
+    BOARD_USER,
     NETNS,
+    NOSUDO_USER,
     RASPBIAN_IMAGE,
     SERVER_ADDRESS,
     SERVER_CONTAINER,
@@ -84,7 +90,9 @@ def _image_key(recipe: recipes.Recipe, recipe_dir: str) -> str:
     return h.hexdigest()[:12]
 
 
-def build_artifacts(report: Report) -> tuple[kernel.Kernel, Path, Path]:
+def build_artifacts(
+    report: Report, arch: BoardArch = arch_mod.DEFAULT
+) -> tuple[kernel.Kernel, Path, Path]:
     """Everything the lab boots from, built once and cached: kernel, initramfs, base disk.
 
     Also builds the server and Raspbian Docker images. Returns (kernel, initramfs, base disk).
@@ -92,14 +100,14 @@ def build_artifacts(report: Report) -> tuple[kernel.Kernel, Path, Path]:
     cache = paths.cache_dir() / "lab"
     cache.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    ktar = images.rootfs(recipes.KERNEL, cache, report)
-    kern = kernel.unpack(ktar, cache / f"kernel-{recipes.KERNEL.key}")
+    ktar = images.rootfs(arch.kernel, cache, report)
+    kern = kernel.unpack(ktar, cache / f"kernel-{arch.kernel.arch}-{arch.kernel.key}")
     initrd = kernel.build_initramfs(kern, cache)
     board_tar = images.rootfs(recipes.BOARD, cache, report)
-    base = cache / f"board-disk-{disk.base_key(board_tar, kern)}.img"
+    base = cache / f"board-disk-{disk.base_key(board_tar, kern, arch.name)}.img"
     if not base.exists():
-        report("building the boards' base disk (mke2fs -d)")
-        disk.build_base(board_tar, kern, cache)
+        report(f"building the boards' base disk for {arch.name} (mke2fs -d)")
+        disk.build_base(board_tar, kern, arch.name, cache)
     server_tar = images.rootfs(recipes.SERVER, cache, report)
     images.docker_image(
         SERVER_IMAGE,
@@ -133,6 +141,9 @@ def _board_seed(board: BoardPlan, files: BoardFiles, client_pub: str) -> bytes:
     if not machine_id.exists():  # the board's own identity, stable across restarts
         machine_id.write_text(secrets.token_hex(16) + "\n")
     hosts = f"127.0.0.1 localhost\n127.0.1.1 {board.name}\n{SERVER_ADDRESS} {SERVER_NAME}\n"
+    authorized = ((client_pub + "\n").encode(), 0o600)
+    # The lab's key logs in as `pi` (passwordless sudo) and as `student` (sudo asks for a
+    # password: the preflight's case); root's key is there too, but sshd refuses root.
     return disk.seed_tar(
         {
             "etc/hostname": (f"{board.name}\n".encode(), 0o644),
@@ -140,8 +151,10 @@ def _board_seed(board: BoardPlan, files: BoardFiles, client_pub: str) -> bytes:
             "etc/machine-id": (machine_id.read_bytes(), 0o444),
             "etc/ssh/ssh_host_ed25519_key": (priv, 0o600),
             "etc/ssh/ssh_host_ed25519_key.pub": (pub, 0o644),
-            "root/.ssh/authorized_keys": ((client_pub + "\n").encode(), 0o600),
-        }
+            f"home/{BOARD_USER}/.ssh/authorized_keys": authorized,
+            f"home/{NOSUDO_USER}/.ssh/authorized_keys": authorized,
+        },
+        {f"home/{BOARD_USER}/.ssh": 1000, f"home/{NOSUDO_USER}/.ssh": 1001},
     )
 
 
@@ -200,24 +213,26 @@ def up(
     fresh: bool = False,
     export_root: Path | None = None,
     boot: bool = False,
+    arch: BoardArch = arch_mod.DEFAULT,
 ) -> LabPlan:
-    """Bring the lab to `boards_wanted` boards, all SSH-ready; reuses whatever is already up.
+    """Bring the lab to `boards_wanted` boards of `arch`, all SSH-ready; reuses what is up.
 
     A board with a saved state (from `lab down`) taken of the same machine resumes from it
-    unless `boot`; `fresh` also gives every board a clean disk.
+    unless `boot`; `fresh` also gives every board a clean disk. A running board of another
+    arch is stopped and booted anew (on a disk over that arch's base).
     """
     check_environment()
     lab_dir = paths.lab_dir()
     with _locked(lab_dir):
         previous = state.load(lab_dir / "state.json")
         root = export_root or Path(previous.get("export_root") or lab_dir / "export")
-        plan = make_plan(boards_wanted, lab_dir, root)
+        plan = make_plan(boards_wanted, lab_dir, root, arch.name)
         plan.export_root.mkdir(parents=True, exist_ok=True)
-        kern, initrd, base = build_artifacts(report)
+        kern, initrd, base = build_artifacts(report, arch)
         client_pub = _write_identity(plan)
         t0 = time.monotonic()
         network.create(plan)
-        state.save(plan.state_file, boards_wanted, plan.export_root)
+        state.save(plan.state_file, boards_wanted, plan.export_root, arch.name)
         if server.running_pid() is None:
             report(f"starting {SERVER_NAME} at {SERVER_ADDRESS}")
             server.start(plan, _server_seed(plan, client_pub))
@@ -229,12 +244,15 @@ def up(
         for board in plan.boards:
             files = BoardFiles(board.dir(lab_dir))
             if boards.running_pid(files) is not None:
-                continue
+                if boards.arch_of(files) == arch.name:
+                    continue
+                boards.stop(files)
+                report(f"stopped {board.name} (another arch than {arch.name})")
             disk.overlay(base, files.disk, fresh)
             files.seed.write_bytes(_board_seed(board, files, client_pub))
             if boot:
                 files.snapshot_marker.unlink(missing_ok=True)
-            if boards.start(board, files, kern.image, initrd):
+            if boards.start(board, files, kern.image, initrd, arch):
                 resumed.append(board)
                 report(f"resuming {board.name} at {board.address} from its saved state")
             else:
@@ -250,7 +268,10 @@ def up(
         def on_ready(name: str, after: float) -> None:
             report(f"{name} ssh-ready ({after:.1f} s)")
 
-        late = ready.wait_all(hosts, plan.key, plan.known_hosts, READY_TIMEOUT, on_ready, alive)
+        users = {SERVER_NAME: "root", **{b.name: BOARD_USER for b in plan.boards}}
+        late = ready.wait_all(
+            hosts, users, plan.key, plan.known_hosts, READY_TIMEOUT, on_ready, alive
+        )
         if late:
             consoles = ", ".join(str(board_files[n].console) for n in late if n in board_files)
             raise NetrootError(
@@ -311,20 +332,30 @@ def healthy(lab_status: state.LabStatus) -> bool:
     lab_dir = paths.lab_dir()
     key, kh = lab_dir / "id_ed25519", lab_dir / "known_hosts"
     with ThreadPoolExecutor(max_workers=len(lab_status.hosts)) as pool:
-        return all(pool.map(lambda h: ready.ssh_ok(h.address, key, kh), lab_status.hosts))
+        return all(
+            pool.map(
+                lambda h: ready.ssh_ok(
+                    h.address, key, kh, "root" if h.role == "server" else BOARD_USER
+                ),
+                lab_status.hosts,
+            )
+        )
 
 
 # What a clean shutdown does before power-off: network filesystems go first (the server is
 # removed with the lab, so a saved state must not hold mounts of it), and the ARP cache is
 # emptied (a resumed board must ask for the server's address, not trust a saved answer).
+# Run as root through sudo, as the board's user `pi` (root cannot log in).
 QUIESCE = (
-    "systemctl stop netroot-mount.service 2>/dev/null; "
-    "umount -a -l -t overlay,nfs,nfs4 2>/dev/null; ip neigh flush all 2>/dev/null; sync; true"
+    "sudo -n sh -c 'systemctl stop netroot-mount.service 2>/dev/null; "
+    "umount -a -l -t overlay,nfs,nfs4 2>/dev/null; ip neigh flush all 2>/dev/null; sync; true'"
 )
 
 
 def _save(board: BoardPlan, files: BoardFiles, lab_dir: Path) -> bool:
-    argv = ready.ssh_argv(board.address, lab_dir / "id_ed25519", lab_dir / "known_hosts", QUIESCE)
+    argv = ready.ssh_argv(
+        board.address, lab_dir / "id_ed25519", lab_dir / "known_hosts", QUIESCE, user=BOARD_USER
+    )
     if run(argv, check=False, timeout=60).returncode != 0:
         return False
     return boards.suspend(files)

@@ -49,11 +49,12 @@ class LabStatus:
         return data
 
 
-def save(path: Path, boards: int, export_root: Path) -> None:
-    """Record the lab's size and export root (the processes are found by their pidfiles)."""
+def save(path: Path, boards: int, export_root: Path, arch: str = "armhf") -> None:
+    """Record the lab's size, arch and export root (processes are found by their pidfiles)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"boards": boards, "export_root": str(export_root)}, indent=2))
+    record = {"boards": boards, "export_root": str(export_root), "arch": arch}
+    tmp.write_text(json.dumps(record, indent=2))
     tmp.rename(path)
 
 

@@ -120,6 +120,9 @@ class Summary:
     changes: list[Change] = field(default_factory=list)
     progress: Progress = field(default_factory=Progress)
     final_stats: bool = False
+    # Hosts that were rebooted and did not come back in time: Ansible's recap counts them as
+    # failed, but for netroot (and a rollout's budget) such a board is unreachable.
+    lost: set[str] = field(default_factory=set)
 
     def host(self, name: str) -> HostStats:
         return self.hosts.setdefault(name, HostStats())
@@ -168,6 +171,12 @@ class Summary:
             if data.get("ignore_errors"):
                 stats.ignored += 1
                 return
+            if res.get("rebooted"):  # ansible.builtin.reboot timed out waiting for the host
+                self.lost.add(name)
+                stats.unreachable += 1
+                self.failures.append(Failure(name, task, _message(res), unreachable=True))
+                self.progress.last[name] = f"unreachable: {task}"
+                return
             stats.failed += 1
             self.failures.append(Failure(name, task, _message(res)))
             self.progress.last[name] = f"failed: {task}"
@@ -210,6 +219,8 @@ class Summary:
                 for name, n in per_host.items():
                     counts.setdefault(str(name), {})[attr] = int(n)
         for name, values in counts.items():
+            if name in self.lost and values.get("failed"):
+                values["unreachable"] = values.get("unreachable", 0) + values.pop("failed")
             self.hosts[name] = HostStats(**values)
         # A failure inside a block that was rescued is not the host's outcome.
         self.failures = [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import shlex
 import types
 import uuid
@@ -41,6 +42,7 @@ BOARD_TEMPLATES = (
     "netroot-chroot.j2",
     "netroot-mount.service.j2",
     "_board_apply.sh.j2",
+    "_board_boot_config.sh.j2",
 )
 NETBOOT_TEMPLATE = "cmdline.txt.j2"
 
@@ -137,7 +139,7 @@ class Renderer:
         self, host: str, role: str, facts: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         """What a template task of `role` on `host` sees."""
-        return {
+        variables = {
             **self._defaults[role],
             **self.inventory.hosts[host].vars,
             **(facts or {}),
@@ -146,6 +148,27 @@ class Renderer:
             "groups": self.groups,
             "hostvars": self.hostvars,
         }
+        # Defaults that are expressions of inventory vars (netroot_board_qpu_boot_config:
+        # "{{ netroot_qpu_boot_config | default(netroot_qpu ...) }}") are evaluated lazily by
+        # Ansible; here once, unless a higher layer set the variable itself.
+        for name, value in self._defaults[role].items():
+            if isinstance(value, str) and "{{" in value and variables[name] is value:
+                variables[name] = self.render_string(value, host, variables)
+        return variables
+
+    def render_string(self, text: str, host: str, variables: Mapping[str, Any]) -> Any:
+        """One templated value (a role default), errors named like a template's.
+
+        A value that is one `{{ expression }}` keeps its type (a dict stays a dict), as Ansible
+        gives it; anything else renders to a string.
+        """
+        whole = re.fullmatch(r"\s*\{\{(.*)\}\}\s*", text, re.DOTALL)
+        try:
+            if whole and "{{" not in whole.group(1):
+                return self.env.compile_expression(whole.group(1))(**variables)
+            return self.env.from_string(text).render(**variables)
+        except Exception as exc:
+            raise TemplateProblem("defaults/main.yml", None, host, str(exc)) from None
 
     def render(self, template: str, host: str, variables: Mapping[str, Any]) -> str:
         """Render one template; any error becomes a TemplateProblem naming template, line, host."""
@@ -174,7 +197,7 @@ class Renderer:
 
     def render_server(self, server: str) -> list[Rendered]:
         """Every file the server role templates on `server`."""
-        facts = {"netroot_nfs_exports": self.server_exports(server)}
+        facts = {"netroot_nfs_server_exports": self.server_exports(server)}
         variables = self.variables(server, SERVER_ROLE, facts)
         backend = str(variables.get("netroot_nfs_backend", "kernel"))
         return [

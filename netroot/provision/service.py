@@ -80,6 +80,14 @@ def preflight(plan: RunPlan, inventory: Inventory) -> Renderer:
     return renderer
 
 
+def check_become(inventory: Inventory, hosts: list[str]) -> None:
+    """Before any host is touched: each host's SSH user can become root (sudo -n) or is root."""
+    from netroot.adapters.ssh import check_privileges
+    from netroot.sshtarget import target_for
+
+    check_privileges([target_for(inventory.hosts[h]) for h in hosts])
+
+
 def provision(
     inventory: Inventory,
     targets: list[str],
@@ -111,6 +119,8 @@ def provision(
         server_configured=server_configured,
     )
     preflight(plan, inventory)
+    if runner is None:  # a real run: every host's user must get root without a password
+        check_become(inventory, [*plan.servers, *plan.boards])
     summary = Summary()
     mounted: dict[str, str] = {}
 

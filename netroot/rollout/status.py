@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from netroot.adapters.ssh import Session, Unreachable
+from netroot.adapters.ssh import Session, Unreachable, become_problem
 from netroot.inventory import Board
 from netroot.rollout.desired import Desired
 from netroot.rollout.state import State
@@ -71,7 +71,10 @@ def _drift(should: str | None, facts: BoardFacts | None) -> str:
 def observe(board: Board) -> tuple[BoardFacts | None, str]:
     try:
         with Session(target_for(board.host), connect_timeout=10) as session:
-            res = session.run(PROBE, timeout=60)
+            res = session.run_privileged(PROBE, timeout=60)
+        stderr = res.stderr.decode(errors="replace")
+        if session.target.sudo and res.rc != 0 and stderr.startswith("sudo:"):
+            return None, become_problem(session.target, res.rc, stderr) or stderr
         return parse_probe(res.stdout.decode(errors="replace")), ""
     except Unreachable as exc:
         return None, exc.message

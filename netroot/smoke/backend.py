@@ -1,6 +1,8 @@
 """A testinfra backend that runs every command inside a board's netroot chroot over SSH.
 
-Host keys are checked against the inventory's known_hosts (testinfra's own paramiko backend
+Commands run as root: directly when the inventory logs in as root, else through `sudo -n` as
+its `ansible_user` with `ansible_become` (netroot/sshtarget.py). Host keys are checked against
+the inventory's known_hosts (testinfra's own paramiko backend
 auto-accepts unknown keys, which netroot does not allow). Use it from plain pytest as
 `pytest -p netroot.smoke.plugin --hosts='netroot://pi-01?ansible_inventory=INV' CHECKS...`.
 """
@@ -39,12 +41,12 @@ class NetrootBackend(base.BaseBackend):  # type: ignore[misc]
 
     def run(self, command: str, *args: str, **kwargs: Any) -> base.CommandResult:
         cmd = self.get_command(command, *args)
-        res = self.session.run(chroot_command(cmd), timeout=120)
+        res = self.session.run_privileged(chroot_command(cmd), timeout=120)
         return self.result(res.rc, self.encode(cmd), res.stdout, res.stderr)
 
     def run_on_board(self, command: str) -> Result:
-        """Run a command on the board itself, outside the chroot (for mount/identity checks)."""
-        return self.session.run(command, timeout=120)
+        """Run a command on the board itself, as root, outside the chroot (mount/identity)."""
+        return self.session.run_privileged(command, timeout=120)
 
     def get_hostname(self) -> str:
         return self.board.name

@@ -44,7 +44,8 @@ def stage_checks(board: str, report: QpuReport) -> list[CheckResult]:
 
 
 def run_qpu(session: Session, board: Board, mode: str) -> tuple[list[CheckResult], dict[str, Any]]:
-    """Send the dependency-free program over SSH; run it with the image's python3 in the chroot.
+    """Send the dependency-free program over SSH; run it as root (become) with the image's python3
+    in the chroot (it opens /dev/vcio and maps /dev/mem).
 
     The board's config.txt is read first, outside the chroot (the boot partition is not in it),
     and travels in the program for S3 to quote; emulate mode's fake board has its own.
@@ -54,7 +55,7 @@ def run_qpu(session: Session, board: Board, mode: str) -> tuple[list[CheckResult
         probe = session.run(bootconfig.PROBE, timeout=60)
         config = bootconfig.parse_probe(probe.rc, probe.stdout.decode(errors="replace"))
     program = build_program(mode, boot_config=config).encode()
-    res = session.run(f"{CHROOT} /usr/bin/python3 -", stdin=program, timeout=600)
+    res = session.run_privileged(f"{CHROOT} /usr/bin/python3 -", stdin=program, timeout=600)
     try:
         report = parse(res.stdout.decode(errors="replace"))
     except ReportError as exc:

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from netroot.adapters.ssh import Session, Unreachable
+from netroot.adapters.ssh import BecomeRefused, Session, Unreachable, become_problem
 from netroot.errors import UsageError
 from netroot.inventory import Board, Inventory
 from netroot.qpu.modes import MODES as QPU_MODES
@@ -24,10 +24,19 @@ QpuRunner = Callable[[Session, Board, str], tuple[list[CheckResult], dict[str, A
 
 
 def _probe(board: Board) -> BoardReport:
+    """Reachable, root through become, and provisioned: one round trip (the become check rides
+    on it; a user whose sudo wants a password raises BecomeRefused, one line)."""
     report = BoardReport(board.name)
+    target = target_for(board.host)
+    problem = become_problem(target, None, "")
+    if problem:
+        raise BecomeRefused(target, problem)
     try:
-        with Session(target_for(board.host)) as session:
-            res = session.run("test -x /usr/local/sbin/netroot-chroot", timeout=60)
+        with Session(target) as session:
+            res = session.run_privileged("test -x /usr/local/sbin/netroot-chroot", timeout=60)
+        stderr = res.stderr.decode(errors="replace")
+        if target.sudo and res.rc != 0 and stderr.startswith("sudo:"):
+            raise BecomeRefused(target, become_problem(target, res.rc, stderr) or stderr)
         if res.rc != 0:
             report.checks.append(
                 CheckResult(

@@ -16,6 +16,7 @@ import pytest
 
 from netroot import paths
 from netroot.inventory import load
+from netroot.sshtarget import SshTarget, target_for
 
 LAB_BOARDS = 3
 
@@ -31,18 +32,32 @@ class LabHandle:
     known_hosts: Path
     addresses: dict[str, str]  # host name -> address, server included
     started_here: bool
+    targets: dict[str, SshTarget]  # host name -> how the inventory logs in (user, become)
 
     @property
     def boards(self) -> list[str]:
         return sorted(n for n in self.addresses if n.startswith("pi-"))
 
     def ssh(
-        self, host: str, command: str, check: bool = True, timeout: float = 600
+        self,
+        host: str,
+        command: str,
+        check: bool = True,
+        timeout: float = 600,
+        user: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """Run `command` on a lab host over SSH (host key checked against the lab's)."""
+        """Run `command` as root on a lab host over SSH (host key checked against the lab's).
+
+        Logs in as the inventory's user (boards: `pi`, root is refused) and becomes root with
+        `sudo -n` as the inventory says; `user` logs in as someone else, unprivileged.
+        """
         from netroot.lab.ready import ssh_argv
 
-        argv = ssh_argv(self.addresses[host], self.key, self.known_hosts, command)
+        target = self.targets[host]
+        line = command if user else target.privileged(command)
+        argv = ssh_argv(
+            self.addresses[host], self.key, self.known_hosts, line, user=user or target.user
+        )
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
         if check and proc.returncode != 0:
             raise AssertionError(
@@ -83,6 +98,7 @@ def lab() -> Iterator[LabHandle]:
         known_hosts=paths.lab_dir() / "known_hosts",
         addresses={name: h.ssh_host for name, h in inv.hosts.items()},
         started_here=started_here,
+        targets={name: target_for(h) for name, h in inv.hosts.items()},
     )
     yield handle
     if started_here:

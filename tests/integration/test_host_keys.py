@@ -85,10 +85,10 @@ def test_ansible_refuses_unknown_or_wrong_key(host: NetnsHost, tmp_path: Path, k
                             "ansible_host": host.address,
                             "netroot_export_root": str(root),
                             "netroot_nfs_backend": "kernel",
-                            "netroot_nfs_exports_file": str(tmp_path / "exports"),
-                            "netroot_nfs_manage_service": False,
-                            "netroot_nfs_bin_dir": str(tmp_path / "bin"),
-                            "netroot_nfs_install_packages": False,
+                            "netroot_nfs_server_exports_file": str(tmp_path / "exports"),
+                            "netroot_nfs_server_manage_service": False,
+                            "netroot_nfs_server_bin_dir": str(tmp_path / "bin"),
+                            "netroot_nfs_server_install_packages": False,
                         }
                     }
                 },

@@ -69,8 +69,8 @@ def _inventory(host: NetnsHost, tmp: Path, server_vars: dict[str, Any]) -> Path:
                             "ansible_host": host.address,
                             "netroot_export_root": str(root),
                             "netroot_nfs_address": host.address,
-                            "netroot_nfs_bin_dir": str(tmp / "bin"),
-                            "netroot_nfs_install_packages": False,
+                            "netroot_nfs_server_bin_dir": str(tmp / "bin"),
+                            "netroot_nfs_server_install_packages": False,
                             **server_vars,
                         }
                     }
@@ -124,10 +124,10 @@ def test_ganesha_exports_only_to_listed_boards_and_is_idempotent(
         tmp_path,
         {
             "netroot_nfs_backend": "ganesha",
-            "netroot_nfs_ganesha_conf": str(conf),
-            "netroot_nfs_ganesha_pidfile": str(host.workdir / "ganesha.pid"),
-            "netroot_nfs_ganesha_log": str(tmp_path / "ganesha.log"),
-            "netroot_nfs_ganesha_service": "script",
+            "netroot_nfs_server_ganesha_conf": str(conf),
+            "netroot_nfs_server_ganesha_pidfile": str(host.workdir / "ganesha.pid"),
+            "netroot_nfs_server_ganesha_log": str(tmp_path / "ganesha.log"),
+            "netroot_nfs_server_ganesha_service": "script",
         },
     )
     first = _run(inventory, ["nfs-t"])
@@ -164,8 +164,9 @@ def test_kernel_exports_keep_hand_written_lines_byte_for_byte(
         tmp_path,
         {
             "netroot_nfs_backend": "kernel",
-            "netroot_nfs_exports_file": str(exports),
-            "netroot_nfs_manage_service": False,  # no nfsd on this kernel: validate, not apply
+            "netroot_nfs_server_exports_file": str(exports),
+            # no nfsd on this kernel: validate, not apply
+            "netroot_nfs_server_manage_service": False,
         },
     )
     result = _run(inventory, ["nfs-t"])
@@ -207,8 +208,8 @@ def test_board_down_is_unreachable_while_the_server_completes(
         tmp_path,
         {
             "netroot_nfs_backend": "kernel",
-            "netroot_nfs_exports_file": str(exports),
-            "netroot_nfs_manage_service": False,
+            "netroot_nfs_server_exports_file": str(exports),
+            "netroot_nfs_server_manage_service": False,
         },
     )
     result = _run(inventory, [], all_hosts=True)

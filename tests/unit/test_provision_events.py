@@ -120,3 +120,27 @@ def test_diff_printed_by_the_board_script_is_collected() -> None:
     )
     [change] = summary.changes
     assert "+bbbb" in change.diff and "changed:" not in change.diff
+
+
+def test_a_board_not_back_after_its_reboot_is_unreachable() -> None:
+    reboot_timeout = {
+        "event": "runner_on_failed",
+        "event_data": {
+            "host": "pi-a",
+            "task": "Reboot for the new boot config",
+            "res": {
+                "failed": True,
+                "rebooted": True,
+                "msg": "Timed out waiting for last boot time check (timeout=600)",
+            },
+        },
+    }
+    stats = {
+        "event": "playbook_on_stats",
+        "event_data": {"ok": {"pi-a": 5, "pi-b": 6}, "failures": {"pi-a": 1}, "changed": {}},
+    }
+    summary = summarize([reboot_timeout, stats])
+    assert summary.hosts["pi-a"].state == "unreachable"
+    assert summary.hosts["pi-b"].state == "ok"
+    assert [(f.host, f.unreachable) for f in summary.failures] == [("pi-a", True)]
+    assert summary.exit_code == Exit.UNREACHABLE

@@ -5,18 +5,40 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from netroot.lab import boards, monitor, server
+import pytest
+
+from netroot.errors import UsageError
+from netroot.lab import arch, boards, monitor, server
 from netroot.lab.boards import BoardFiles
 from netroot.lab.plan import board_plan
 
 
-def _argv(index: int = 1) -> list[str]:
+def _argv(index: int = 1, kind: arch.BoardArch = arch.DEFAULT) -> list[str]:
     files = BoardFiles(Path(f"/lab/boards/pi-{index:02d}"))
-    return boards.qemu_argv(board_plan(index), files, Path("/k/vmlinuz"), Path("/k/initrd"))
+    return boards.qemu_argv(board_plan(index), files, Path("/k/vmlinuz"), Path("/k/initrd"), kind)
 
 
-def test_qemu_argv_is_a_cortex_a53_virt_board_on_its_own_tap() -> None:
-    argv = _argv(2)
+def test_default_board_is_a_32_bit_cortex_a15_virt_board_that_can_reboot() -> None:
+    argv = _argv(1)
+    pairs = dict(zip(argv[1::2], argv[2::2], strict=False))
+    assert arch.DEFAULT.name == "armhf" and arch.DEFAULT.machine == "armv7l"
+    assert argv[0] == "qemu-system-arm"
+    assert pairs["-M"] == "virt" and pairs["-cpu"] == "cortex-a15"
+    assert arch.DEFAULT.kernel.arch == "armhf"
+    assert "linux-image-armmp-lpae" in arch.DEFAULT.kernel.packages
+    # a guest reboot resets the machine in the same process: same tap, same disk
+    assert "-no-reboot" not in argv
+
+
+def test_arch_by_name_refuses_unknown_names() -> None:
+    assert arch.by_name("arm64").machine == "aarch64"
+    with pytest.raises(UsageError, match="riscv") as err:
+        arch.by_name("riscv")
+    assert "armhf, arm64" in err.value.hint
+
+
+def test_arm64_board_is_a_cortex_a53_virt_board_on_its_own_tap() -> None:
+    argv = _argv(2, arch.ARM64)
     pairs = dict(zip(argv[1::2], argv[2::2], strict=False))
     assert argv[0] == "qemu-system-aarch64"
     assert pairs["-M"] == "virt" and pairs["-cpu"] == "cortex-a53"
@@ -32,6 +54,7 @@ def test_saved_state_fingerprint_changes_with_machine_or_seed() -> None:
     assert a == boards.fingerprint(_argv(1), b"seed")
     assert a != boards.fingerprint(_argv(1), b"other seed")
     assert a != boards.fingerprint(_argv(2), b"seed")
+    assert a != boards.fingerprint(_argv(1, arch.ARM64), b"seed")
 
 
 def test_hmp_output_is_stripped_of_echo_escapes_and_prompt() -> None:

@@ -95,6 +95,19 @@ def test_seed_tar_is_root_owned_with_modes_and_no_parent_dirs() -> None:
     assert all(m.uid == 0 and m.gid == 0 for m in members.values())
 
 
+def test_seed_tar_gives_a_user_their_own_ssh_dir_and_keys() -> None:
+    data = disk.seed_tar(
+        {"home/pi/.ssh/authorized_keys": (b"ssh-ed25519 AAA lab\n", 0o600)},
+        {"home/pi/.ssh": 1000},
+    )
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+    assert members["home/pi/.ssh"].isdir() and members["home/pi/.ssh"].mode == 0o700
+    # sshd reads authorized_keys as the user and refuses a .ssh the user does not own
+    assert members["home/pi/.ssh"].uid == members["home/pi/.ssh/authorized_keys"].uid == 1000
+    assert members["root/.ssh"].uid == 0
+
+
 def test_recipe_key_changes_with_packages_and_argv_is_mmdebstrap() -> None:
     a = recipes.Recipe("x", "armhf", "minbase", ("python3",))
     b = recipes.Recipe("x", "armhf", "minbase", ("python3", "python3-numpy"))
@@ -112,7 +125,7 @@ def test_recipe_key_changes_with_packages_and_argv_is_mmdebstrap() -> None:
 
 
 def test_board_recipe_has_what_the_contract_promises() -> None:
-    for pkg in ("systemd-sysv", "openssh-server", "python3", "nfs-common"):
+    for pkg in ("systemd-sysv", "openssh-server", "python3", "nfs-common", "sudo"):
         assert pkg in recipes.BOARD.packages
     assert recipes.BOARD.arch == "armhf" and recipes.RASPBIAN.arch == "armhf"
     assert {"nfs-ganesha", "nfs-ganesha-vfs", "rpcbind"} <= set(recipes.SERVER.packages)

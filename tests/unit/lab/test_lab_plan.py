@@ -58,6 +58,18 @@ def test_inventory_matches_the_contract_and_validates() -> None:
     assert allvars["netroot_known_hosts"] == "/lab/known_hosts"
 
 
+def test_lab_boards_are_reached_as_pi_with_sudo_and_the_server_as_root() -> None:
+    from netroot.sshtarget import target_for
+
+    plan = make_plan(2, Path("/lab"), Path("/srv/export"))
+    inv = parse(yaml.safe_load(render.inventory_yaml(plan)), Path("inventory.yml"))
+    board = target_for(inv.boards["pi-01"].host)
+    assert (board.user, board.become, board.become_user, board.sudo) == ("pi", True, "root", True)
+    assert inv.boards["pi-01"].host.vars["netroot_qpu_boot_config"] is True
+    server = target_for(inv.server.host)
+    assert (server.user, server.sudo) == ("root", False)
+
+
 def test_known_hosts_lists_address_and_name_with_the_generated_key() -> None:
     text = render.known_hosts(
         {

@@ -1,0 +1,129 @@
+"""A stock Raspberry Pi OS board (issue 13's Show): `pi` with sudo, root refused, armv7l, the
+QPU's boot config managed in /boot/firmware/config.txt with a reboot, and a user without
+passwordless sudo stopped by the preflight before anything changes."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from netroot.errors import Exit
+from netroot.lab.plan import NOSUDO_USER
+from tests.e2e.conftest import LabHandle
+from tests.e2e.helpers import BASE_IMAGE, export, netroot
+
+pytestmark = pytest.mark.e2e
+
+BOARD = "pi-03"  # the other modules use pi-01/pi-02 for their own cases first
+CONFIG = "/boot/firmware/config.txt"
+
+
+@pytest.fixture(scope="module")
+def stock(lab: LabHandle) -> Iterator[tuple[LabHandle, str]]:
+    if subprocess.run(["docker", "image", "inspect", BASE_IMAGE], capture_output=True).returncode:
+        pytest.skip(f"{BASE_IMAGE} not built (netroot lab up builds it)")
+    with (lab.lab_dir / ".ganesha.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield lab, export(lab.inventory, BASE_IMAGE)
+
+
+def _boot_id(lab: LabHandle) -> str:
+    return lab.ssh(BOARD, "cat /proc/sys/kernel/random/boot_id").stdout.strip()
+
+
+def _restore_stock_config(lab: LabHandle) -> None:
+    """Put config.txt back as Bookworm ships it (what netroot commented, uncommented)."""
+    lab.ssh(
+        BOARD,
+        f"sed -i -e '/^# BEGIN netroot qpu boot config$/,/^# END netroot qpu boot config$/d' "
+        f"-e 's/^#netroot-qpu: //' {CONFIG}",
+    )
+
+
+def test_board_is_a_stock_32_bit_pi_reached_as_pi_with_root_refused(lab: LabHandle) -> None:
+    assert lab.targets[BOARD].user == "pi" and lab.targets[BOARD].sudo
+    assert lab.ssh(BOARD, "uname -m", user="pi").stdout.strip() == "armv7l"
+    assert lab.ssh(BOARD, "id -u").stdout.strip() == "0"  # through sudo -n
+    refused = lab.ssh(BOARD, "true", check=False, user="root")
+    assert refused.returncode == 255 and "Permission denied" in refused.stderr
+    stock = lab.ssh(BOARD, "cat /boot/firmware/cmdline.txt", user="pi").stdout
+    assert "console=serial0,115200" in stock and "rootwait" in stock
+
+
+def test_provision_manages_config_txt_reboots_and_comes_back_on_its_version(
+    stock: tuple[LabHandle, str],
+) -> None:
+    lab, version = stock
+    _restore_stock_config(lab)
+    assert "\ndtoverlay=vc4-kms-v3d\n" in lab.ssh(BOARD, f"cat {CONFIG}").stdout
+    boot_before = _boot_id(lab)
+
+    plan = netroot(lab.inventory, "provision", BOARD, "--check", "--diff", "--json")
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    diffs = "".join(c["diff"] for c in json.loads(plan.stdout)["changes"])
+    assert "+#netroot-qpu: dtoverlay=vc4-kms-v3d" in diffs and "+gpu_mem=128" in diffs
+    assert "\ndtoverlay=vc4-kms-v3d\n" in lab.ssh(BOARD, f"cat {CONFIG}").stdout
+    assert _boot_id(lab) == boot_before  # a plan reboots nothing
+
+    first = netroot(lab.inventory, "provision", BOARD, "--json")
+    assert first.returncode == 0, first.stderr[-3000:]
+    result = json.loads(first.stdout)
+    assert result["hosts"][BOARD]["state"] == "changed"
+    assert result["mounted"][BOARD] == version
+    config = lab.ssh(BOARD, f"cat {CONFIG}").stdout
+    assert "\n#netroot-qpu: dtoverlay=vc4-kms-v3d\n" in config
+    assert "\ndtoverlay=vc4-kms-v3d\n" not in config
+    assert config.endswith("[all]\ngpu_mem=128\n# END netroot qpu boot config\n")
+    assert _boot_id(lab) != boot_before  # rebooted
+    assert lab.ssh(BOARD, "cat /run/netroot/mounted").stdout.strip() == version
+
+    boot_after = _boot_id(lab)
+    second = netroot(lab.inventory, "provision", BOARD, "--json")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert json.loads(second.stdout)["hosts"][BOARD]["state"] == "ok"
+    assert _boot_id(lab) == boot_after
+    assert lab.ssh(BOARD, f"cat {CONFIG}").stdout == config
+
+
+def _nosudo_inventory(lab: LabHandle, tmp: Path) -> Path:
+    data = yaml.safe_load(lab.inventory.read_text())
+    data["all"]["children"]["boards"]["children"]["lab"]["hosts"][BOARD]["ansible_user"] = (
+        NOSUDO_USER
+    )
+    path = tmp / "inventory.yml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("provision", BOARD),
+        ("smoke", BOARD),
+        ("rollout", BASE_IMAGE, "--name", "raspbian", "--group", BOARD, "--yes"),
+    ],
+    ids=["provision", "smoke", "rollout"],
+)
+def test_user_without_passwordless_sudo_gets_one_line_and_nothing_changes(
+    stock: tuple[LabHandle, str], tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    lab, _ = stock
+    inventory = _nosudo_inventory(lab, tmp_path)
+    boot_id = "/proc/sys/kernel/random/boot_id"
+    watched = f"cat /etc/netroot/assigned /run/netroot/mounted {CONFIG} {boot_id}"
+    before = lab.ssh(BOARD, watched).stdout
+    exports_before = lab.ssh("nfs-01", "cat /etc/ganesha/ganesha.conf").stdout
+    proc = netroot(inventory, *command)
+    assert proc.returncode == Exit.USAGE, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, proc.stderr
+    assert f"{BOARD}: {NOSUDO_USER}@" in errors[0] and "NOPASSWD" in errors[0]
+    assert "Traceback" not in proc.stderr
+    assert lab.ssh(BOARD, watched).stdout == before
+    assert lab.ssh("nfs-01", "cat /etc/ganesha/ganesha.conf").stdout == exports_before

@@ -1,0 +1,65 @@
+"""become: Ansible's connection vars -> how netroot runs privileged commands (pure)."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+import pytest
+
+from netroot.adapters.ssh import become_problem
+from netroot.errors import UsageError
+from netroot.inventory import Host
+from netroot.sshtarget import SshTarget, target_for
+
+
+def _target(**vars_: Any) -> SshTarget:
+    return target_for(Host("pi-01", {"ansible_host": "10.0.0.5", **vars_}, frozenset()))
+
+
+def test_root_inventories_run_commands_as_they_are() -> None:
+    t = _target(ansible_user="root")
+    assert not t.sudo and t.privileged_ok
+    assert t.privileged("cat /etc/x") == "cat /etc/x"
+    assert become_problem(t, None, "") is None
+    # become as root while root: nothing to wrap either
+    assert _target(ansible_user="root", ansible_become=True).privileged("id") == "id"
+
+
+@pytest.mark.parametrize("flag", [True, "true", "yes", "True", 1, "on"])
+def test_become_wraps_in_sudo_n_and_keeps_the_command_whole(flag: object) -> None:
+    t = _target(ansible_user="pi", ansible_become=flag)
+    assert t.sudo
+    line = t.privileged("cat '/etc/a b' | wc -l")
+    words = shlex.split(line)
+    assert words[:6] == ["sudo", "-n", "-H", "-u", "root", "--"]
+    assert words[6:8] == ["/bin/sh", "-c"] and words[8] == "cat '/etc/a b' | wc -l"
+
+
+def test_become_user_is_honoured_but_must_be_root_for_netroot() -> None:
+    t = _target(ansible_user="pi", ansible_become=True, ansible_become_user="ops")
+    assert "-u ops" in t.privileged("id")
+    problem = become_problem(t, None, "")
+    assert problem is not None and "ansible_become_user" in problem
+
+
+def test_non_root_user_without_become_is_told_what_to_set() -> None:
+    problem = become_problem(_target(ansible_user="pi"), None, "")
+    assert problem is not None
+    assert "pi@10.0.0.5" in problem and "ansible_become: true" in problem
+
+
+def test_sudo_asking_for_a_password_is_one_line_naming_user_and_remedy() -> None:
+    t = _target(ansible_user="student", ansible_become="yes")
+    problem = become_problem(t, 1, "sudo: a password is required\n")
+    assert problem is not None and "\n" not in problem
+    assert "student@10.0.0.5" in problem and "a password is required" in problem
+    assert "NOPASSWD" in problem
+    assert become_problem(t, 0, "") is None
+
+
+def test_other_become_methods_and_bad_booleans_are_usage_errors() -> None:
+    with pytest.raises(UsageError, match="ansible_become_method 'su'"):
+        _target(ansible_user="pi", ansible_become=True, ansible_become_method="su")
+    with pytest.raises(UsageError, match="pi-01: ansible_become"):
+        _target(ansible_become="maybe")
