@@ -25,6 +25,13 @@ class FakeSession:
     has_config: bool = True
     commands: list[str] = field(default_factory=list)
     programs: list[str] = field(default_factory=list)
+    privileged: list[str] = field(default_factory=list)
+
+    def run_privileged(
+        self, command: str, stdin: bytes | None = None, timeout: float | None = None
+    ) -> Result:
+        self.privileged.append(command)
+        return self.run(command, stdin=stdin, timeout=timeout)
 
     def run(self, command: str, stdin: bytes | None = None, timeout: float | None = None) -> Result:
         self.commands.append(command)
@@ -50,6 +57,7 @@ def test_config_is_read_outside_the_chroot_and_travels_with_the_program() -> Non
     expected = repr(("/boot/firmware/config.txt", CONFIG))
     assert f"BOOT_CONFIG = {expected}" in session.programs[0]
     assert summary["mode"] == "auto" and checks  # this host has no VideoCore: stages skipped
+    assert session.privileged == [session.commands[1]]  # the program as root, the probe not
 
 
 def test_a_board_without_config_sends_none() -> None:
