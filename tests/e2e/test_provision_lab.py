@@ -27,6 +27,7 @@ from netroot.adapters.ansible import runs_dir
 from netroot.errors import Exit
 from netroot.inventory import load
 from netroot.provision.service import provision
+from netroot.rollout.state import state_path
 from tests.e2e.conftest import LabHandle
 
 pytestmark = pytest.mark.e2e
@@ -105,6 +106,9 @@ def plab(lab: LabHandle) -> Iterator[Lab]:
     # One ganesha serves port 2049 in nfs-01: e2e modules that (re)configure it take turns.
     with (lab.lab_dir / ".ganesha.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        # From scratch means boards never assigned: they follow `current`. Earlier modules'
+        # rollouts left assignments in the fleet state, which provision honours.
+        state_path(lab.export_root).unlink(missing_ok=True)
         yield Lab(lab, _export(lab.export_root))
 
 
