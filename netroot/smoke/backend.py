@@ -12,6 +12,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+import paramiko  # noqa: F401 - here, at collection: forked per-host workers share the import
 from testinfra.backend import base
 
 from netroot import inventory as inventory_mod

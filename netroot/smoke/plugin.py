@@ -6,7 +6,6 @@ Loaded by `netroot smoke`, or by hand: `pytest -p netroot.smoke.plugin --hosts=n
 from __future__ import annotations
 
 import json
-from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 import testinfra.backend
 
 from netroot.adapters.ssh import Result
+from netroot.smoke.workers import HostWorkers, testinfra_host
 
 testinfra.backend.BACKENDS.setdefault("netroot", "netroot.smoke.backend.NetrootBackend")
 
@@ -27,6 +27,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--netroot-results", default=None, help="write per-board, per-check results as JSON"
+    )
+    group.addoption(
+        "--netroot-workers",
+        action="store_true",
+        default=False,
+        help="collect once, then run each host's checks in its own forked worker, all at once "
+        "(needs --capture=sys or -s)",
     )
 
 
@@ -61,35 +68,39 @@ def expected(request: pytest.FixtureRequest, host: Any) -> dict[str, Any]:
 
 
 class _Collector:
+    """Per-board, per-check rows, from the reports (also those a host worker relayed)."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self.results: list[dict[str, Any]] = []
+        self.items: dict[str, pytest.Item] = {}
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, Any, None]:
-        outcome = yield
-        report: pytest.TestReport = outcome.get_result()
-        host = getattr(item, "funcargs", {}).get("host")
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.items = {item.nodeid: item for item in session.items}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not (report.when == "call" or (report.when == "setup" and not report.passed)):
+            return
+        item = self.items.get(report.nodeid)
+        if item is None:
+            return
+        host = testinfra_host(item)
         board = host.backend.get_hostname() if host is not None else "local"
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            message = ""
-            if report.skipped and isinstance(report.longrepr, tuple):
-                message = str(report.longrepr[2])
-            elif report.failed:
-                message = _short(report)
-            name = _check_name(item, board)
-            self.results.append(
-                {
-                    "board": board,
-                    "check": name,
-                    "file": str(item.path.name),
-                    "status": _STATUS[report.outcome],
-                    "message": message.removeprefix("Skipped: "),
-                    "seconds": round(report.duration, 3),
-                }
-            )
+        message = ""
+        if report.skipped and isinstance(report.longrepr, tuple):
+            message = str(report.longrepr[2])
+        elif report.failed:
+            message = _short(report)
+        self.results.append(
+            {
+                "board": board,
+                "check": _check_name(item, board),
+                "file": str(item.path.name),
+                "status": _STATUS[report.outcome],
+                "message": message.removeprefix("Skipped: "),
+                "seconds": round(report.duration, 3),
+            }
+        )
 
     def pytest_sessionfinish(self) -> None:
         self.path.write_text(json.dumps(self.results, indent=2))
@@ -125,3 +136,7 @@ def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("--netroot-results")
     if path:
         config.pluginmanager.register(_Collector(Path(path)), "netroot-results")
+    if config.getoption("--netroot-workers"):
+        workers = HostWorkers(config)
+        workers.check(config)
+        config.pluginmanager.register(workers, "netroot-workers")

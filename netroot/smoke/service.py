@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -52,14 +53,15 @@ def _probe(board: Board) -> BoardReport:
     return report
 
 
-def _pytest_one(
+def _run_checks(
     inv: Inventory,
-    board: Board,
+    boards: list[Board],
     checks_dir: Path | None,
     expected: dict[str, dict[str, Any]],
     log: Callable[[str], None],
-) -> list[CheckResult]:
-    """One pytest subprocess for one board: boards run in parallel, each isolated."""
+) -> dict[str, list[CheckResult]]:
+    """One pytest process for all `boards`: collected once, then one forked worker per board
+    (netroot/smoke/workers.py), so the boards run at the same time, each isolated."""
     with tempfile.TemporaryDirectory(prefix="netroot-smoke-") as tmp:
         tmpdir = Path(tmp)
         (tmpdir / "expected.json").write_text(json.dumps(expected))
@@ -81,59 +83,56 @@ def _pytest_one(
             "--rootdir",
             str(tmpdir),
             "-q",
-            f"--hosts=netroot://{board.name}",
+            "--capture=sys",  # per-process capture, as the forked workers need
+            "--netroot-workers",
+            "--hosts=" + ",".join(f"netroot://{b.name}" for b in boards),
             f"--ansible-inventory={inv.path.resolve()}",
             f"--netroot-expected={tmpdir / 'expected.json'}",
             f"--netroot-results={results}",
             *paths,
         ]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        for line in proc.stdout.splitlines()[-3:]:
-            log(f"{board.name}: {line}")
+        names = ", ".join(b.name for b in boards)
         if proc.returncode not in (0, 1) or not results.exists():
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["no output"]
             raise UsageError(
-                f"the smoke checks could not run on {board.name}: {tail[0]}",
+                f"the smoke checks could not run on {names}: {tail[0]}",
                 "check the files given with --checks (they must be testinfra test files)",
             )
         rows = json.loads(results.read_text())
-    return [
-        CheckResult(
-            board=board.name,
-            check=r["check"],
-            status=r["status"],
-            message=r["message"],
-            seconds=r["seconds"],
-            source="builtin" if r["file"] == BUILTIN_CHECKS.name else f"user:{r['file']}",
-        )
-        for r in rows
-    ]
+    out: dict[str, list[CheckResult]] = {b.name: [] for b in boards}
+    for r in rows:
+        # A check that takes no `host` ran once, in the session: it counts for every board.
+        for board in out if r["board"] not in out else [r["board"]]:
+            out[board].append(
+                CheckResult(
+                    board=board,
+                    check=r["check"],
+                    status=r["status"],
+                    message=r["message"],
+                    seconds=r["seconds"],
+                    source="builtin" if r["file"] == BUILTIN_CHECKS.name else f"user:{r['file']}",
+                )
+            )
+    for board, checks in out.items():
+        counts = Counter(c.status for c in checks)
+        log(f"{board}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    return out
 
 
-def _smoke_board(
-    inv: Inventory,
-    board: Board,
-    checks_dir: Path | None,
-    qpu_mode: str,
-    expected: dict[str, dict[str, Any]],
-    qpu_runner: QpuRunner | None,
-    log: Callable[[str], None],
-) -> BoardReport:
-    report = _probe(board)
-    if report.status != "pass":
-        return report
-    report.checks.extend(_pytest_one(inv, board, checks_dir, expected, log))
+def _run_qpu(
+    board: Board, report: BoardReport, qpu_mode: str, qpu_runner: QpuRunner | None
+) -> None:
     mode = "require" if (qpu_mode == "auto" and board.qpu) else qpu_mode
     report.qpu_mode = mode
     if mode == "skip" or qpu_runner is None:
-        return report
+        return
     try:
         with Session(target_for(board.host)) as session:
             checks, report.qpu_summary = qpu_runner(session, board, mode)
             report.checks.extend(checks)
     except Unreachable as exc:
         report.reachable, report.error = False, exc.message
-    return report
 
 
 def run_smoke(
@@ -148,18 +147,28 @@ def run_smoke(
 ) -> SmokeReport:
     """Smoke every board in parallel; an unreachable board is reported, the others still run.
 
-    With qpu_mode "auto", a board the inventory says has a QPU is smoked as "require".
+    Each board is probed (reachable, root, provisioned), then the checks of every board that
+    passed run in one pytest process, then the QPU smoke test. With qpu_mode "auto", a board
+    the inventory says has a QPU is smoked as "require".
     """
     if qpu_mode not in QPU_MODES:
         raise UsageError(f"--qpu {qpu_mode!r}: expected one of {', '.join(QPU_MODES)}")
     if checks_dir is not None and not checks_dir.is_dir():
         raise UsageError(f"--checks {checks_dir}: not a directory of testinfra test files")
+    if not boards:
+        return SmokeReport([])
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(boards)))) as pool:
-        runs = [
-            pool.submit(_smoke_board, inv, b, checks_dir, qpu_mode, expected or {}, qpu_runner, log)
-            for b in boards
-        ]
-        return SmokeReport([run.result() for run in runs])
+        reports = list(pool.map(_probe, boards))
+        ready = [(b, r) for b, r in zip(boards, reports, strict=True) if r.status == "pass"]
+        if not ready:
+            return SmokeReport(reports)
+        checked = _run_checks(inv, [b for b, _ in ready], checks_dir, expected or {}, log)
+        for board, report in ready:
+            report.checks.extend(checked[board.name])
+        runs = [pool.submit(_run_qpu, b, r, qpu_mode, qpu_runner) for b, r in ready]
+        for run in runs:
+            run.result()
+    return SmokeReport(reports)
 
 
 def record_results(fleet: Any, report: SmokeReport) -> bool:
