@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -69,16 +69,19 @@ def become_problem(target: SshTarget, sudo_rc: int | None, sudo_stderr: str) -> 
     )
 
 
-def check_privileges(targets: Sequence[SshTarget]) -> None:
+def check_privileges(targets: Sequence[SshTarget], proven: Collection[str] = ()) -> None:
     """Raise BecomeRefused for the first host whose user cannot become root without a password.
 
     One `sudo -n true` per host that uses sudo, all at once; hosts reached as root need no
-    round trip. Unreachable hosts are left to the operation itself (it reports them).
+    round trip, nor do the `proven` ones (names of hosts where a command just ran through
+    `sudo -n`). Unreachable hosts are left to the operation itself (it reports them).
     """
 
     def probe(target: SshTarget) -> str | None:
         if not target.sudo:
             return become_problem(target, None, "")
+        if target.name in proven:
+            return become_problem(target, 0, "")
         try:
             with Session(target, connect_timeout=15) as session:
                 res = session.run("sudo -n true", timeout=60)

@@ -158,11 +158,16 @@ def rollout(
                           "dry_run": dry_run, "released": released, "boards": []})  # fmt: skip
         return
     # Before anything changes: every host's user gets root without a password (sudo -n).
+    # The boards planning observed just ran its probe through sudo -n: not asked again.
     inv = fleet.inventory
-    check_become(inv, [inv.server.name, *(b.name for b in planned.boards)])
+    observed = [b for b, facts in planned.observed.items() if facts is not None]
+    check_become(inv, [inv.server.name, *(b.name for b in planned.boards)], proven=observed)
     _confirm(yes, f"roll {planned.plan.to_version} out to {len(planned.plan.boards)} boards?")
     with lock.held(fleet.root, _command_line(), break_lock=break_lock):
-        outcome = runner.run(fleet, planned, source, info, apply, name, qpu, checks, app.out.info)
+        outcome = runner.run(
+            fleet, planned, source, info, apply, name, qpu, checks, app.out.info,
+            become_checked=True,
+        )  # fmt: skip
     result = outcome.result
     _results(
         app,
@@ -201,7 +206,7 @@ def rollback(
     check_become(fleet.inventory, [fleet.inventory.server.name, *versions])
     _confirm(yes, "roll back " + ", ".join(f"{b} to {v}" for b, v in versions.items()) + "?")
     with lock.held(fleet.root, _command_line(), break_lock=break_lock):
-        results = runner.rollback(fleet, boards, to, app.out.info)
+        results = runner.rollback(fleet, boards, to, app.out.info, become_checked=True)
     _results(app, results, as_json, {}, canary=False)
     if any(r.outcome != Outcome.ROLLED_BACK for r in results):
         raise typer.Exit(int(Exit.FAILED))

@@ -12,7 +12,7 @@ are checked for every host before Ansible connects anywhere; a bad value raises 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,12 +80,15 @@ def preflight(plan: RunPlan, inventory: Inventory) -> Renderer:
     return renderer
 
 
-def check_become(inventory: Inventory, hosts: list[str]) -> None:
-    """Before any host is touched: each host's SSH user can become root (sudo -n) or is root."""
+def check_become(inventory: Inventory, hosts: list[str], proven: Collection[str] = ()) -> None:
+    """Before any host is touched: each host's SSH user can become root (sudo -n) or is root.
+
+    proven: hosts where a command just ran through `sudo -n` (not asked again).
+    """
     from netroot.adapters.ssh import check_privileges
     from netroot.sshtarget import target_for
 
-    check_privileges([target_for(inventory.hosts[h]) for h in hosts])
+    check_privileges([target_for(inventory.hosts[h]) for h in hosts], proven)
 
 
 def provision(
@@ -100,13 +103,16 @@ def provision(
     on_event: EventHandler | None = None,
     runner: Runner | None = None,
     server_configured: bool = False,
+    become_checked: bool = False,
 ) -> ProvisionResult:
     """Provision `targets` (host or group names, or all_hosts); `versions` pins boards.
 
     versions: board name -> version id, for this run only (extra vars win over the inventory's
     netroot_version); unlisted boards run their pinned netroot_version, else the image's
     `current`. server_configured: skip configuring the server (boards.yml; the rollout's
-    later batches). Returns the summary; host failures are results, not exceptions.
+    later batches). become_checked: the caller already ran `check_become` on every host of
+    the run (a rollout checks them all before it starts). Returns the summary; host failures
+    are results, not exceptions.
     """
     plan = build(
         inventory,
@@ -119,7 +125,8 @@ def provision(
         server_configured=server_configured,
     )
     preflight(plan, inventory)
-    if runner is None:  # a real run: every host's user must get root without a password
+    if runner is None and not become_checked:
+        # A real run: every host's user must get root without a password.
         check_become(inventory, [*plan.servers, *plan.boards])
     summary = Summary()
     mounted: dict[str, str] = {}

@@ -24,6 +24,8 @@ class AnsibleFleet:
     # them: later batches and rollbacks run the boards' play only (about 2 s less controller
     # CPU per batch).
     server_configured: bool = False
+    # The caller checked every host's become before the rollout or rollback started.
+    become_checked: bool = False
 
     def switch(self, versions: Mapping[str, str], stagger: float) -> dict[str, Result]:
         """One Ansible run for the batch; with a stagger, one board at a time, S seconds apart."""
@@ -45,6 +47,7 @@ class AnsibleFleet:
             versions=versions,
             runner=self.runner,
             server_configured=self.server_configured,
+            become_checked=self.become_checked,
         )
         server = result.summary.hosts.get(self.inventory.server.name)
         if (

@@ -92,10 +92,12 @@ def run(
     checks: Path | None,
     log: Log,
     engine_fleet: Any = None,
+    become_checked: bool = False,
 ) -> RolloutOutcome:
     """Export without switching, run the plan, release the version if every board is green.
 
     Call with the writer's lock held. `engine_fleet` replaces the Ansible fleet (tests).
+    become_checked: the caller ran `check_become` on the server and every planned board.
     """
     from netroot.export import service as export_service
     from netroot.rollout.fleet import AnsibleFleet
@@ -107,7 +109,9 @@ def run(
     if exported.manifest.version != planned.plan.to_version:
         raise UsageError(f"{source} changed while planning", "run the rollout again")
     state.save()
-    target = engine_fleet or AnsibleFleet(fleet.inventory, qpu_mode=qpu, checks_dir=checks, log=log)
+    target = engine_fleet or AnsibleFleet(
+        fleet.inventory, qpu_mode=qpu, checks_dir=checks, log=log, become_checked=become_checked
+    )
     result = run_rollout(planned.plan, state, target, source, log=log, name=name)
     released = not result.stopped and release_if_green(fleet, planned, name, result.results)
     return RolloutOutcome(result, released)
@@ -162,13 +166,20 @@ def rollback_versions(fleet: Fleet, boards: list[Board], to: str | None) -> dict
 
 
 def rollback(
-    fleet: Fleet, boards: list[Board], to: str | None, log: Log, engine_fleet: Any = None
+    fleet: Fleet,
+    boards: list[Board],
+    to: str | None,
+    log: Log,
+    engine_fleet: Any = None,
+    become_checked: bool = False,
 ) -> list[BoardResult]:
-    """Roll back under the lock (state re-read after taking it)."""
+    """Roll back under the lock (state re-read after taking it).
+
+    become_checked: the caller ran `check_become` on the server and every board.
+    """
     from netroot.rollout.fleet import AnsibleFleet
 
     versions = rollback_versions(fleet, boards, to)
     state = fleet.load()
-    return run_rollback(
-        state, engine_fleet or AnsibleFleet(fleet.inventory, log=log), versions, log
-    )
+    target = engine_fleet or AnsibleFleet(fleet.inventory, log=log, become_checked=become_checked)
+    return run_rollback(state, target, versions, log)

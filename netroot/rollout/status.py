@@ -73,7 +73,7 @@ def observe(board: Board) -> tuple[BoardFacts | None, str]:
         with Session(target_for(board.host), connect_timeout=10) as session:
             res = session.run_privileged(PROBE, timeout=60)
         stderr = res.stderr.decode(errors="replace")
-        if session.target.sudo and res.rc != 0 and stderr.startswith("sudo:"):
+        if session.target.sudo and res.rc != 0:  # PROBE itself exits 0: sudo -n refused
             return None, become_problem(session.target, res.rc, stderr) or stderr
         return parse_probe(res.stdout.decode(errors="replace")), ""
     except Unreachable as exc:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import shlex
+import socket
+import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from netroot.adapters.ssh import become_problem
+from netroot.adapters.ssh import BecomeRefused, become_problem, check_privileges
 from netroot.errors import UsageError
 from netroot.inventory import Host
 from netroot.sshtarget import SshTarget, target_for
@@ -63,3 +66,34 @@ def test_other_become_methods_and_bad_booleans_are_usage_errors() -> None:
         _target(ansible_user="pi", ansible_become=True, ansible_become_method="su")
     with pytest.raises(UsageError, match="pi-01: ansible_become"):
         _target(ansible_become="maybe")
+
+
+def test_hosts_proven_by_a_sudo_n_just_run_are_not_asked_again(tmp_path: Path) -> None:
+    """A real listening socket counts connection attempts (each is closed at once)."""
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text("")
+    attempts: list[int] = []
+    with socket.create_server(("127.0.0.1", 0)) as server:
+
+        def accept() -> None:
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                attempts.append(1)
+                conn.close()
+
+        threading.Thread(target=accept, daemon=True).start()
+        vars_ = {"ansible_port": server.getsockname()[1], "netroot_known_hosts": str(known_hosts)}
+        t = _target(ansible_user="pi", ansible_become=True, **vars_)
+        t = SshTarget(**{**t.__dict__, "host": "127.0.0.1"})
+        check_privileges([t], proven={"pi-01"})
+        assert attempts == []
+        check_privileges([t])  # asked: one connection (refused here, left to the operation)
+        assert attempts == [1]
+        # A proven host is still held to its configuration: netroot needs root.
+        ops = SshTarget(**{**t.__dict__, "become_user": "ops"})
+        with pytest.raises(BecomeRefused, match="ansible_become_user"):
+            check_privileges([ops], proven={"pi-01"})
+        assert attempts == [1]
