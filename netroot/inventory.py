@@ -18,7 +18,9 @@ from netroot.paths import lab_inventory
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 MAC_RE = re.compile(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
 VERSION_RE = re.compile(r"^[0-9a-f]{12,64}$")
+SERIAL_RE = re.compile(r"^[0-9a-f]{8}$")
 BACKENDS = ("kernel", "ganesha")
+BOOT_MODES = ("sd", "netboot")
 
 
 class InventoryError(UsageError):
@@ -59,11 +61,16 @@ class Board:
     version: str | None  # pinned version id, if any
     qpu: bool  # a VideoCore IV is expected (Pi 3B)
     mac: str | None
-    serial: str | None
+    serial: str | None  # 8 lowercase hex digits: the name of its TFTP directory when netbooting
+    boot: str = "sd"  # sd: boots its own card, mounts over NFS; netboot: no card, root on NFS
 
     @property
     def name(self) -> str:
         return self.host.name
+
+    @property
+    def netboot(self) -> bool:
+        return self.boot == "netboot"
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,7 @@ class NfsServer:
     export_root: str
     backend: str
     address: str  # the address boards mount from
+    tftp_root: str = "/srv/netroot-tftp"  # netboot boards' boot files (dnsmasq's tftp-root)
 
     @property
     def name(self) -> str:
@@ -195,6 +203,7 @@ def parse(data: Any, path: Path) -> Inventory:
     boards = {n: _board(h, path) for n, h in host_objs.items() if "boards" in h.groups}
     servers = {n: _server(h, path) for n, h in host_objs.items() if "nfs_servers" in h.groups}
     _check_unique_addresses(boards, path)
+    _check_unique_ids(boards, path)
     return Inventory(
         path=path,
         hosts=host_objs,
@@ -231,8 +240,19 @@ def _board(host: Host, path: Path) -> Board:
     if mac is not None and (not isinstance(mac, str) or not MAC_RE.match(mac.lower())):
         raise _field(host.name, "netroot_mac", "a MAC like b8:27:eb:12:34:56", mac, path)
     serial = host.vars.get("netroot_serial")
-    if serial is not None and not re.fullmatch(r"[0-9a-fA-F]{8}", str(serial)):
-        raise _field(host.name, "netroot_serial", "8 hex digits", serial, path)
+    # YAML reads an all-digit serial as an int (and 0-led ones as octal): only a string is safe.
+    if serial is not None and (not isinstance(serial, str) or not SERIAL_RE.match(serial.lower())):
+        raise _field(
+            host.name, "netroot_serial", "8 hex digits, quoted (last 8 of Serial in /proc/cpuinfo)",
+            serial, path,
+        )  # fmt: skip
+    boot = host.vars.get("netroot_boot", "sd")
+    if boot not in BOOT_MODES:
+        raise _field(host.name, "netroot_boot", " or ".join(BOOT_MODES), boot, path)
+    if boot == "netboot":
+        for key, value in (("netroot_mac", mac), ("netroot_serial", serial)):
+            if value is None:
+                raise _field(host.name, key, "set: netroot_boot is netboot", value, path)
     return Board(
         host=host,
         address=_address(host, "netroot_address", path),
@@ -240,7 +260,8 @@ def _board(host: Host, path: Path) -> Board:
         version=version,
         qpu=qpu,
         mac=mac.lower() if isinstance(mac, str) else None,
-        serial=str(serial).lower() if serial is not None else None,
+        serial=serial.lower() if isinstance(serial, str) else None,
+        boot=str(boot),
     )
 
 
@@ -251,11 +272,19 @@ def _server(host: Host, path: Path) -> NfsServer:
     backend = host.vars.get("netroot_nfs_backend", "kernel")
     if backend not in BACKENDS:
         raise _field(host.name, "netroot_nfs_backend", " or ".join(BACKENDS), backend, path)
+    tftp_root = host.vars.get("netroot_tftp_root", "/srv/netroot-tftp")
+    if (
+        not isinstance(tftp_root, str)
+        or not tftp_root.startswith("/")
+        or ".." in tftp_root.split("/")
+    ):
+        raise _field(host.name, "netroot_tftp_root", "an absolute path", tftp_root, path)
     return NfsServer(
         host=host,
         export_root=root.rstrip("/") or "/",
         backend=str(backend),
         address=_address(host, "netroot_nfs_address", path),
+        tftp_root=tftp_root.rstrip("/") or "/",
     )
 
 
@@ -268,3 +297,19 @@ def _check_unique_addresses(boards: Mapping[str, Board], path: Path) -> None:
                 f"{path}: host {board.name}: netroot_address {board.address} is also {other}'s",
                 "each board needs its own address",
             )
+
+
+def _check_unique_ids(boards: Mapping[str, Board], path: Path) -> None:
+    """A MAC or a serial names one board: dnsmasq answers by MAC, the ROM reads by serial."""
+    for key, attr in (("netroot_mac", "mac"), ("netroot_serial", "serial")):
+        seen: dict[str, str] = {}
+        for board in boards.values():
+            value = getattr(board, attr)
+            if value is None:
+                continue
+            other = seen.setdefault(value, board.name)
+            if other != board.name:
+                raise InventoryError(
+                    f"{path}: host {board.name}: {key} {value} is also {other}'s",
+                    f"each board needs its own {key}",
+                )

@@ -23,6 +23,9 @@ from netroot.provision.events import Summary
 HELP = (
     "Provision the NFS server and boards with Ansible: exports on the server; netroot-mount, "
     "netroot-chroot and the boot unit on the boards, with the assigned version mounted. "
+    "Boards with netroot_boot: netboot get no scripts: the server runs dnsmasq (proxy-DHCP + "
+    "TFTP, its config checked with dnsmasq --test first), the board's TFTP directory is pointed "
+    "at its version and the board rebooted into it when it booted another. "
     "TARGET is a host or group of the inventory; the NFS server play always runs (its exports "
     "list every board). Each board mounts what it should run: its inventory pin, else its "
     "assignment (a board keeps it through any provision), else the image's `current`. "

@@ -1,4 +1,5 @@
-"""`netroot smoke`: testinfra checks inside each board's chroot, then the QPU smoke test."""
+"""`netroot smoke`: testinfra checks inside each board's chroot (a netboot board: its booted
+root), then the QPU smoke test."""
 
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ def smoke(
     as_json: bool = typer.Option(False, "--json", help="JSON report on stdout."),
     junit: Path | None = typer.Option(None, "--junit", help="Write a JUnit XML report here."),
     checks: Path | None = typer.Option(
-        None, "--checks", help="A directory of your own testinfra test files, run in the chroot."
+        None,
+        "--checks",
+        help="A directory of your own testinfra test files, run in the chroot "
+        "(on a netboot board, its booted root).",
     ),
     qpu: str = typer.Option(
         "auto",

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from netroot.errors import UsageError
-from netroot.inventory import Board
+from netroot.inventory import Board, NfsServer
 from netroot.provision.render import environment
 
 TEMPLATE = "dnsmasq.conf.j2"
-BOOT_MODES = ("sd", "netboot")
 DEFAULT_REPLY_DELAY = 1  # seconds (dnsmasq allows 0-60)
 
 
@@ -42,41 +41,22 @@ class ProxyConfig:
     reply_delay: int = DEFAULT_REPLY_DELAY
 
     def variables(self) -> dict[str, Any]:
-        """The template's variables, named as the server role will name them."""
+        """The template's variables, named as the server role names them."""
         return {
-            "netroot_dnsmasq_interface": self.interface,
-            "netroot_dnsmasq_proxy_network": str(self.network.network_address),
-            "netroot_dnsmasq_tftp_root": self.tftp_root,
-            "netroot_dnsmasq_boards": [{"name": b.name, "mac": b.mac} for b in self.boards],
-            "netroot_dnsmasq_rom_workarounds": self.rom_workarounds,
-            "netroot_dnsmasq_reply_delay": self.reply_delay,
+            "netroot_nfs_server_dnsmasq_interface": self.interface,
+            "netroot_nfs_server_dnsmasq_network": str(self.network),
+            "netroot_nfs_server_tftp_root": self.tftp_root,
+            "netroot_nfs_server_dnsmasq_boards": [
+                {"name": b.name, "mac": b.mac} for b in self.boards
+            ],
+            "netroot_nfs_server_dnsmasq_rom_workarounds": self.rom_workarounds,
+            "netroot_nfs_server_dnsmasq_reply_delay": self.reply_delay,
         }
 
 
-def boot_mode(board: Board) -> str:
-    """The board's `netroot_boot` (default sd); UsageError naming the board when it is wrong."""
-    mode = board.host.vars.get("netroot_boot", "sd")
-    if mode not in BOOT_MODES:
-        raise UsageError(
-            f"{board.name}: netroot_boot = {mode!r}, expected one of {', '.join(BOOT_MODES)}"
-        )
-    return str(mode)
-
-
 def netboot_hosts(boards: Sequence[Board]) -> tuple[NetbootHost, ...]:
-    """The netboot boards with their MACs; a netboot board without MAC or serial is refused."""
-    hosts = []
-    for board in boards:
-        if boot_mode(board) != "netboot":
-            continue
-        for field, value in (("netroot_mac", board.mac), ("netroot_serial", board.serial)):
-            if value is None:
-                raise UsageError(
-                    f"{board.name}: netroot_boot is netboot but {field} is not set",
-                    "set the board's MAC (netroot_mac) and serial (netroot_serial: the last 8 "
-                    "hex digits of 'Serial' in /proc/cpuinfo) in the inventory",
-                )
-        hosts.append(NetbootHost(board.name, str(board.mac)))
+    """The netboot boards with their MACs (the inventory made sure each has MAC and serial)."""
+    hosts = [NetbootHost(b.name, str(b.mac)) for b in boards if b.netboot and b.mac]
     return tuple(sorted(hosts, key=lambda h: h.name))
 
 
@@ -90,16 +70,50 @@ def proxy_config(
     reply_delay: int = DEFAULT_REPLY_DELAY,
 ) -> ProxyConfig:
     """The config for the inventory's netboot boards, checked field by field."""
+    if not interface or any(c.isspace() for c in interface):
+        raise UsageError(f"netboot interface {interface!r}: expected an interface name")
     try:
-        net = ipaddress.IPv4Network(network, strict=False)
+        if "/" not in network:
+            raise ValueError("no prefix length")
+        net = ipaddress.IPv4Network(network)
     except ValueError as exc:
-        raise UsageError(f"netboot network {network!r}: {exc}") from None
+        raise UsageError(
+            f"netboot network {network!r}: {exc}", "the boards' subnet, like 10.88.0.0/24"
+        ) from None
+    if isinstance(reply_delay, bool) or not isinstance(reply_delay, int):
+        raise UsageError(f"dhcp reply delay {reply_delay!r}: expected whole seconds")
     if not 0 <= reply_delay <= 60:
         raise UsageError(f"dhcp reply delay {reply_delay}: dnsmasq accepts 0 to 60 seconds")
     hosts = netboot_hosts(boards)
     if not hosts:
         raise UsageError("no board has netroot_boot: netboot", "set it on the diskless boards")
     return ProxyConfig(interface, net, tftp_root, hosts, rom_workarounds, reply_delay)
+
+
+def server_config(server: NfsServer, boards: Sequence[Board]) -> ProxyConfig:
+    """The config from the server's inventory vars; UsageError naming the host and the field."""
+    v = server.host.vars
+    rom = v.get("netroot_dnsmasq_rom_workarounds", True)
+    if not isinstance(rom, bool):
+        raise UsageError(f"host {server.name}: netroot_dnsmasq_rom_workarounds = {rom!r}: "
+                         "expected true or false")  # fmt: skip
+    try:
+        return proxy_config(
+            boards,
+            str(v.get("netroot_dnsmasq_interface", "")),
+            str(v.get("netroot_dnsmasq_network", "")),
+            server.tftp_root,
+            rom_workarounds=rom,
+            reply_delay=v.get("netroot_dnsmasq_reply_delay", DEFAULT_REPLY_DELAY),
+        )
+    except UsageError as exc:
+        names = ", ".join(h.name for h in netboot_hosts(boards))
+        raise UsageError(
+            f"host {server.name}: {exc.message}",
+            exc.hint
+            or f"boards netboot ({names}): set netroot_dnsmasq_interface (the "
+            "interface facing them) and netroot_dnsmasq_network (their subnet) on the server",
+        ) from None
 
 
 def render(config: ProxyConfig) -> str:

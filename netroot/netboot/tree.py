@@ -13,7 +13,9 @@ Switching a board is renaming a new symlink over `<serial>` (rename(2) is atomic
 the old directory or the new one, never a mix. The hash in a board directory's name covers its
 cmdline, so a new cmdline for the same version is a new directory too.
 
-Planning (`scan_version`, `plan_tree`) only reads; `apply_tree` writes. Standard library only.
+Planning (`scan_version`, `plan_tree`, `pending`) only reads; `apply_tree` writes. Standard
+library and netroot.errors/fsutil only: the server role ships these modules to the NFS server,
+where netroot.netboot.switch runs them (the tree lives there).
 """
 
 from __future__ import annotations
@@ -234,6 +236,27 @@ def _prune(root: Path, plan: TreePlan) -> list[str]:
             shutil.rmtree(entry)
             removed.append(f"removed {VERSIONS}/{entry.name}")
     return removed
+
+
+def pending(plan: TreePlan) -> list[str]:
+    """What `apply_tree(plan)` would change, in its words, without changing anything."""
+    root = plan.root
+    changes = [
+        f"copied {v.version}'s boot files"
+        for v in plan.versions
+        if not (root / VERSIONS / v.version).is_dir()
+    ]
+    top = root / BOOTCODE
+    if not top.is_file() or top.read_bytes() != plan.bootcode.read_bytes():
+        changes.append(BOOTCODE)
+    for board in plan.boards:
+        try:
+            linked = os.readlink(root / board.serial)
+        except OSError:
+            linked = None
+        if linked != board.name:
+            changes.append(f"{board.board} ({board.serial}) -> {board.version}")
+    return changes
 
 
 def apply_tree(plan: TreePlan) -> list[str]:

@@ -93,6 +93,9 @@ def _message(res: Mapping[str, Any]) -> str:
     ]
     if generic and stderr:
         return " ".join(" ".join(stderr[-3:]).split())
+    # template/copy's `validate` says only this in msg; the validator's stderr says why.
+    if str(res.get("msg", "")).strip() == "failed to validate" and stderr:
+        return "failed to validate: " + " ".join(" ".join(stderr[-3:]).split())
     # raw runs through a pty: the script's stderr arrives in stdout; its last line says why.
     stdout = [line for line in str(res.get("stdout", "")).splitlines() if line.strip()]
     if generic and stdout:

@@ -45,6 +45,8 @@ BOARD_TEMPLATES = (
     "_board_boot_config.sh.j2",
 )
 NETBOOT_TEMPLATE = "cmdline.txt.j2"
+# What the server role adds when a board netboots (tasks/netboot.yml).
+DNSMASQ_TEMPLATES = ("dnsmasq.conf.j2", "netroot-dnsmasq.j2")
 
 
 class TemplateProblem(UsageError):
@@ -186,35 +188,45 @@ class Renderer:
 
     def server_exports(self, server: str) -> list[dict[str, Any]]:
         """The export list the server role computes (from _exports.json.j2)."""
-        text = self.render("_exports.json.j2", server, self.variables(server, SERVER_ROLE))
+        return self._json_list("_exports.json.j2", server)
+
+    def netboot_boards(self, server: str) -> list[dict[str, str]]:
+        """The boards dnsmasq answers (from _netboot_boards.json.j2, as the server role)."""
+        return self._json_list("_netboot_boards.json.j2", server)
+
+    def _json_list(self, template: str, server: str) -> list[Any]:
+        text = self.render(template, server, self.variables(server, SERVER_ROLE))
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise TemplateProblem("_exports.json.j2", None, server, f"not JSON: {exc}") from None
+            raise TemplateProblem(template, None, server, f"not JSON: {exc}") from None
         if not isinstance(data, list):
-            raise TemplateProblem("_exports.json.j2", None, server, "not a JSON list")
+            raise TemplateProblem(template, None, server, "not a JSON list")
         return data
 
     def render_server(self, server: str) -> list[Rendered]:
-        """Every file the server role templates on `server`."""
-        facts = {"netroot_nfs_server_exports": self.server_exports(server)}
+        """Every file the server role templates on `server` (dnsmasq's when boards netboot)."""
+        facts = {
+            "netroot_nfs_server_exports": self.server_exports(server),
+            "netroot_nfs_server_dnsmasq_boards": self.netboot_boards(server),
+        }
         variables = self.variables(server, SERVER_ROLE, facts)
         backend = str(variables.get("netroot_nfs_backend", "kernel"))
-        return [
-            Rendered(server, t, self.render(t, server, variables))
-            for t in SERVER_TEMPLATES.get(backend, ())
-        ]
+        templates = SERVER_TEMPLATES.get(backend, ())
+        if facts["netroot_nfs_server_dnsmasq_boards"]:
+            templates = (*templates, *DNSMASQ_TEMPLATES)
+        return [Rendered(server, t, self.render(t, server, variables)) for t in templates]
 
     def render_board(self, board: str, version: str | None = None) -> list[Rendered]:
-        """Every file the board role templates for `board` (cmdline.txt when it netboots)."""
+        """Every file the board role templates for `board`: its mount and chroot scripts, or
+        when it netboots, the cmdline.txt its TFTP directory gets."""
         facts = {"netroot_board_version": version or "<current>"}
         variables = self.variables(board, BOARD_ROLE, facts)
-        out = [Rendered(board, t, self.render(t, board, variables)) for t in BOARD_TEMPLATES]
-        if variables.get("netroot_board_tftp_root") and "netroot_serial" in variables:
-            out.append(
-                Rendered(board, NETBOOT_TEMPLATE, self.render(NETBOOT_TEMPLATE, board, variables))
-            )
-        return out
+        if variables.get("netroot_board_boot") == "netboot":
+            templates: tuple[str, ...] = (NETBOOT_TEMPLATE,)
+        else:
+            templates = BOARD_TEMPLATES
+        return [Rendered(board, t, self.render(t, board, variables)) for t in templates]
 
 
 def _template_frame(exc: BaseException, fallback: str) -> tuple[str, int | None]:

@@ -13,28 +13,36 @@ from netroot.rollout.desired import Desired
 from netroot.rollout.state import State
 from netroot.sshtarget import target_for
 
-# One round trip: both files, separated by a marker line (the board may lack either).
+# One round trip for either boot mode: an sd board's two files, a netboot board's kernel command
+# line, separated by marker lines (a board may lack any of them).
+MARK = "--netroot--"
 PROBE = (
-    "cat /etc/netroot/assigned 2>/dev/null; echo '--netroot--'; "
-    "cat /run/netroot/mounted 2>/dev/null; true"
+    f"cat /etc/netroot/assigned 2>/dev/null; echo '{MARK}'; "
+    f"cat /run/netroot/mounted 2>/dev/null; echo '{MARK}'; cat /proc/cmdline 2>/dev/null; true"
 )
 
 
 @dataclass(frozen=True)
 class BoardFacts:
-    assigned: str | None
-    mounted: str | None
+    assigned: str | None  # sd: what it was provisioned with; netboot: None (its TFTP link says)
+    mounted: str | None  # sd: what netroot-mount mounted; netboot: the version it booted
+    netboot: bool = False
 
 
-def parse_probe(text: str) -> BoardFacts:
-    """Parse PROBE's output (pure): first word of each part, or None when empty."""
-    first, _, second = text.partition("--netroot--")
+def parse_probe(text: str, netboot: bool = False) -> BoardFacts:
+    """Parse PROBE's output (pure): first word of each sd part, or None when empty; for a
+    netboot board the version on its kernel command line (nfsroot=...)."""
+    from netroot.netboot.cmdline import booted_version
+
+    parts = [*text.split(MARK), "", ""]
+    if netboot:
+        return BoardFacts(None, booted_version(parts[2]), netboot=True)
 
     def word(part: str) -> str | None:
         words = part.split()
         return words[0] if words else None
 
-    return BoardFacts(word(first), word(second))
+    return BoardFacts(word(parts[0]), word(parts[1]))
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,14 @@ def _drift(should: str | None, facts: BoardFacts | None) -> str:
     if facts is None:
         return "unknown (unreachable)"
     problems = []
+    if facts.netboot:
+        if facts.mounted is None:
+            problems.append(
+                "booted no netroot version (no nfsroot=.../versions/ID in /proc/cmdline)"
+            )
+        elif should and facts.mounted != should:
+            problems.append(f"should run {should}, booted {facts.mounted}")
+        return "; ".join(problems)
     if facts.mounted is None:
         problems.append("nothing mounted")
     elif facts.assigned and facts.mounted != facts.assigned:
@@ -75,7 +91,7 @@ def observe(board: Board) -> tuple[BoardFacts | None, str]:
         stderr = res.stderr.decode(errors="replace")
         if session.target.sudo and res.rc != 0:  # PROBE itself exits 0: sudo -n refused
             return None, become_problem(session.target, res.rc, stderr) or stderr
-        return parse_probe(res.stdout.decode(errors="replace")), ""
+        return parse_probe(res.stdout.decode(errors="replace"), board.netboot), ""
     except Unreachable as exc:
         return None, exc.message
 

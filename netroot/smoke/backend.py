@@ -1,4 +1,5 @@
-"""A testinfra backend that runs every command inside a board's netroot chroot over SSH.
+"""A testinfra backend that runs every command inside a board's netroot chroot over SSH (an sd
+board), or on the booted root itself (a netboot board: its root is the version).
 
 Commands run as root: directly when the inventory logs in as root, else through `sudo -n` as
 its `ansible_user` with `ansible_become` (netroot/sshtarget.py). Host keys are checked against
@@ -28,6 +29,12 @@ def chroot_command(command: str) -> str:
     return f"{CHROOT} /bin/sh -c {shlex.quote(command)}"
 
 
+def in_version(board: Board, command: str) -> str:
+    """`command` run in the board's version: through the chroot on an sd board, as it is on a
+    netboot board (booted from the version, no chroot)."""
+    return command if board.netboot else chroot_command(command)
+
+
 class NetrootBackend(base.BaseBackend):  # type: ignore[misc]
     NAME = "netroot"
 
@@ -42,7 +49,7 @@ class NetrootBackend(base.BaseBackend):  # type: ignore[misc]
 
     def run(self, command: str, *args: str, **kwargs: Any) -> base.CommandResult:
         cmd = self.get_command(command, *args)
-        res = self.session.run_privileged(chroot_command(cmd), timeout=120)
+        res = self.session.run_privileged(in_version(self.board, cmd), timeout=120)
         return self.result(res.rc, self.encode(cmd), res.stdout, res.stderr)
 
     def run_on_board(self, command: str) -> Result:

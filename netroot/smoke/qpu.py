@@ -45,7 +45,7 @@ def stage_checks(board: str, report: QpuReport) -> list[CheckResult]:
 
 def run_qpu(session: Session, board: Board, mode: str) -> tuple[list[CheckResult], dict[str, Any]]:
     """Send the dependency-free program over SSH; run it as root (become) with the image's python3
-    in the chroot (it opens /dev/vcio and maps /dev/mem).
+    in the chroot, or on a netboot board's booted root (it opens /dev/vcio and maps /dev/mem).
 
     The board's config.txt is read first, outside the chroot (the boot partition is not in it),
     and travels in the program for S3 to quote; emulate mode's fake board has its own.
@@ -55,7 +55,8 @@ def run_qpu(session: Session, board: Board, mode: str) -> tuple[list[CheckResult
         probe = session.run(bootconfig.PROBE, timeout=60)
         config = bootconfig.parse_probe(probe.rc, probe.stdout.decode(errors="replace"))
     program = build_program(mode, boot_config=config).encode()
-    res = session.run_privileged(f"{CHROOT} /usr/bin/python3 -", stdin=program, timeout=600)
+    python = "/usr/bin/python3 -" if board.netboot else f"{CHROOT} /usr/bin/python3 -"
+    res = session.run_privileged(python, stdin=program, timeout=600)
     try:
         report = parse(res.stdout.decode(errors="replace"))
     except ReportError as exc:

@@ -144,3 +144,16 @@ def test_a_board_not_back_after_its_reboot_is_unreachable() -> None:
     assert summary.hosts["pi-b"].state == "ok"
     assert [(f.host, f.unreachable) for f in summary.failures] == [("pi-a", True)]
     assert summary.exit_code == Exit.UNREACHABLE
+
+
+def test_a_refused_template_validation_says_why() -> None:
+    # ansible.builtin.template with `validate` (the dnsmasq config): msg is only "failed to
+    # validate", the validator's stderr has the reason (as in the netboot integration test).
+    res = {"msg": "failed to validate", "exit_status": 1, "stdout": "",
+           "stderr": "dnsmasq: bad dhcp-range at line 9 of /tmp/.ansible/tmpx\n"}  # fmt: skip
+    data = {"host": "nfs-01", "task": "The dnsmasq config", "res": res}
+    event = {"event": "runner_on_failed", "event_data": data}
+    summary = summarize([event])
+    assert summary.failures[0].message == (
+        "failed to validate: dnsmasq: bad dhcp-range at line 9 of /tmp/.ansible/tmpx"
+    )

@@ -35,6 +35,7 @@ def _cases() -> list[tuple[str, str, str | None]]:
         ("pi-01", "board", None),
         ("pi-02", "board", "fedcba9876543210"),
         ("pi-03", "board", "0123456789abcdef"),
+        ("pi-04", "board", "fedcba9876543210"),
     ]
 
 
@@ -67,12 +68,12 @@ def test_rendered_templates_match_the_golden_files() -> None:
 
 def test_every_template_has_a_golden_file() -> None:
     rendered = {name.split("__", 1)[1] for name in _render_all()}
-    # _board.j2 and _exports.json.j2 are imported/consumed by the others, never written alone;
-    # dnsmasq.conf.j2 is rendered by netroot.netboot (golden in tests/unit/netboot), no role yet.
+    # _board.j2, _exports.json.j2 and _netboot_boards.json.j2 are imported/consumed by the
+    # others, never written alone.
     written = {
         p.name.removesuffix(".j2")
         for p in TEMPLATES.glob("*.j2")
-        if p.name not in ("_board.j2", "_exports.json.j2", "dnsmasq.conf.j2")
+        if p.name not in ("_board.j2", "_exports.json.j2", "_netboot_boards.json.j2")
     }
     assert written == rendered
 
@@ -85,7 +86,8 @@ def test_rendered_exports_pass_the_servers_checker() -> None:
 
 def test_exports_are_read_only_and_only_to_the_boards_of_each_image() -> None:
     exports = {e["image"]: e for e in _renderer().server_exports("nfs-kernel")}
-    assert exports["raspbian"]["clients"] == ["10.77.0.11", "10.77.0.12"]
+    # pi-04 netboots: its root is the same export, mounted by its kernel (nfsroot=)
+    assert exports["raspbian"]["clients"] == ["10.77.0.11", "10.77.0.12", "10.77.0.14"]
     assert exports["other"]["clients"] == ["10.77.0.13"]
     assert exports["raspbian"]["export_id"] == 7  # the inventory's override
     assert exports["raspbian"]["path"] == "/srv/netroot/raspbian"  # trailing / of the root

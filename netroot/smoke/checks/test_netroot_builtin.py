@@ -1,4 +1,5 @@
-"""netroot's built-in smoke checks. `host` runs commands inside the board's chroot.
+"""netroot's built-in smoke checks. `host` runs commands inside the board's chroot (sd), or on
+a netboot board's booted root (its root is the version; `board` is then the same root).
 
 Run by `netroot smoke`, or by hand with testinfra's own options:
 `pytest -p netroot.smoke.plugin --hosts=netroot://pi-01 --ansible-inventory=INV <this file>`.
@@ -23,6 +24,15 @@ READ_MANIFEST = (
 )
 
 
+def _netboot(host: Any) -> bool:
+    board = getattr(host.backend, "board", None)
+    return bool(getattr(board, "netboot", False))
+
+
+def _mounts(board: BoardShell) -> list[list[str]]:
+    return [line.split() for line in board.run("cat /proc/mounts").stdout.decode().splitlines()]
+
+
 def _read(board: BoardShell, path: str) -> str:
     res = board.run(f"cat {path}")
     assert res.rc == 0, f"{path} missing on the board: {res.stderr.decode().strip()}"
@@ -39,6 +49,15 @@ def _mount_options(board: BoardShell, mountpoint: str) -> str | None:
 
 
 def test_assigned_version_mounted(host: Any, board: BoardShell, expected: dict[str, Any]) -> None:
+    if _netboot(host):
+        from netroot.netboot.cmdline import booted_version
+
+        booted = booted_version(_read(board, "/proc/cmdline"))
+        assert booted, "/proc/cmdline names no netroot version (nfsroot=.../versions/ID)"
+        if expected.get("version"):
+            want = expected["version"]
+            assert booted == want, f"booted version {booted}, should run {want}"
+        return
     mounted = _read(board, MOUNTED)
     assert mounted, f"{MOUNTED} is empty: netroot-mount did not finish"
     want = expected.get("version") or _read(board, ASSIGNED)
@@ -52,6 +71,12 @@ def test_assigned_version_mounted(host: Any, board: BoardShell, expected: dict[s
 
 
 def test_shared_root_read_only(host: Any, board: BoardShell) -> None:
+    if _netboot(host):
+        nfs = [m for m in _mounts(board) if len(m) > 3 and m[2].startswith("nfs")
+               and "/versions/" in m[0]]  # fmt: skip
+        assert nfs, "no NFS mount of a version (the netbooted root)"
+        assert all("ro" in m[3].split(",") for m in nfs), f"the version is mounted rw: {nfs}"
+        return
     opts = _mount_options(board, SHARED)
     assert opts is not None, f"{SHARED} (the image's export) is not mounted"
     assert "ro" in opts.split(","), f"the shared export is mounted {opts}, expected ro"
@@ -61,6 +86,14 @@ def test_shared_root_read_only(host: Any, board: BoardShell) -> None:
 
 def test_writable_layer_is_the_boards(host: Any, board: BoardShell) -> None:
     name = host.backend.get_hostname()
+    if _netboot(host):
+        # cmdline.txt asks for netroot.overlay=tmpfs: / is an overlay, its writes in RAM.
+        root = [m for m in _mounts(board) if len(m) > 2 and m[1] == "/"]
+        assert root and root[-1][2] == "overlay", f"/ is not an overlay: {root[-1:] or 'none'}"
+        probe = f"/var/tmp/.netroot-probe-{name}"
+        assert host.run(f"echo {name} > {probe}").rc == 0, "the booted root is not writable"
+        host.run(f"rm -f {probe}")
+        return
     version = _read(board, MOUNTED)
     probe = f"/var/tmp/.netroot-probe-{name}"
     assert host.run(f"echo {name} > {probe}").rc == 0, "the chroot's root is not writable"
@@ -103,6 +136,10 @@ def test_identity_is_the_boards(host: Any, board: BoardShell) -> None:
     assert host.check_output("/bin/cat /etc/hostname") == name
     inside = host.check_output("/bin/cat /etc/machine-id")
     assert re.fullmatch(r"[0-9a-f]{32}", inside), f"machine-id {inside!r} in the chroot"
+    if _netboot(host):  # its identity comes from its cmdline.txt, not from the shared image
+        words = _read(board, "/proc/cmdline").split()
+        assert f"systemd.machine_id={inside}" in words, "machine-id is not the one cmdline.txt set"
+        return
     assert inside == _read(board, "/etc/machine-id"), "chroot machine-id is not the board's"
 
 

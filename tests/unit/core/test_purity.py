@@ -24,6 +24,8 @@ PURE = (
     "netroot.provision.plan",
     "netroot.provision.render",
     "netroot.provision.nfs_check",
+    "netroot.netboot.cmdline",
+    "netroot.netboot.dnsmasq",
     "netroot.smoke.report",
     "netroot.qpu.asm",
     "netroot.qpu.kernels",

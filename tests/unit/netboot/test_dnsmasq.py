@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 
@@ -54,22 +53,6 @@ def test_bad_settings_are_refused_with_the_field(inventory: Inventory) -> None:
         config(inventory, reply_delay=61)
     with pytest.raises(UsageError, match="no board has netroot_boot: netboot"):
         dnsmasq.proxy_config([inventory.boards["pi-03"]], "x", "10.88.0.0/24", "/t")
-
-
-def test_a_netboot_board_needs_mac_and_serial(inventory: Inventory) -> None:
-    board = inventory.boards["pi-01"]
-    without = type(board)(board.host, board.address, board.image, board.version, board.qpu,
-                          None, board.serial)  # fmt: skip
-    with pytest.raises(UsageError, match="pi-01: netroot_boot is netboot but netroot_mac"):
-        dnsmasq.netboot_hosts([without])
-
-
-def test_an_unknown_boot_mode_names_the_board(inventory: Inventory) -> None:
-    board = inventory.boards["pi-03"]
-    host = dataclasses.replace(board.host, vars={**board.host.vars, "netroot_boot": "usb"})
-    board = dataclasses.replace(board, host=host)
-    with pytest.raises(UsageError, match="pi-03: netroot_boot = 'usb'"):
-        dnsmasq.boot_mode(board)
 
 
 def test_cmdline_is_the_board_roles_template(inventory: Inventory) -> None:

@@ -23,6 +23,7 @@ class FakeSession:
     """Answers the config probe like a board with /boot/firmware; runs the program locally."""
 
     has_config: bool = True
+    prefix: str = CHROOT  # what the program's command starts with
     commands: list[str] = field(default_factory=list)
     programs: list[str] = field(default_factory=list)
     privileged: list[str] = field(default_factory=list)
@@ -39,15 +40,16 @@ class FakeSession:
             if not self.has_config:
                 return Result(1, b"", b"")
             return Result(0, f"/boot/firmware/config.txt\n{CONFIG}".encode(), b"")
-        assert command.startswith(CHROOT) and stdin is not None
+        assert command.startswith(self.prefix) and stdin is not None
         self.programs.append(stdin.decode())
         done = subprocess.run([sys.executable, "-I", "-"], input=stdin, capture_output=True,
                               check=False, cwd=Path(__file__).parent)  # fmt: skip
         return Result(done.returncode, done.stdout, done.stderr)
 
 
-def board() -> Board:
-    return SimpleNamespace(name="pi-01")  # type: ignore[return-value]  # only .name is read
+def board(netboot: bool = False) -> Board:
+    # only .name and .netboot are read
+    return SimpleNamespace(name="pi-01", netboot=netboot)  # type: ignore[return-value]
 
 
 def test_config_is_read_outside_the_chroot_and_travels_with_the_program() -> None:
@@ -74,3 +76,9 @@ def test_emulate_mode_reads_nothing_from_the_board() -> None:
     s3 = next(c for c in checks if c.check.startswith("qpu S3"))
     assert s3.status == "pass" and "gpu_mem=64" in s3.message  # the fake board's own config
     json.dumps(summary)
+
+
+def test_a_netboot_board_runs_the_program_on_its_booted_root() -> None:
+    session = FakeSession(prefix="/usr/bin/python3 -")
+    run_qpu(session, board(netboot=True), "emulate")  # type: ignore[arg-type]
+    assert session.privileged == ["/usr/bin/python3 -"]  # no chroot: its root is the version

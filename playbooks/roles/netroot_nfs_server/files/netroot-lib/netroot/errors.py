@@ -1,0 +1,1 @@
+../../../../../../netroot/errors.py

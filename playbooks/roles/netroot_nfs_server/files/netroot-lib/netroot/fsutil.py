@@ -1,0 +1,1 @@
+../../../../../../netroot/fsutil.py

@@ -1,0 +1,1 @@
+../../../../../../../netroot/netboot/__init__.py

@@ -1,0 +1,1 @@
+../../../../../../../netroot/netboot/switch.py

@@ -1,0 +1,1 @@
+../../../../../../../netroot/netboot/tree.py
