@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 
@@ -61,6 +62,13 @@ def available() -> str:
     if not Path("/usr/sbin/sshd").exists():
         return "openssh-server is not installed"
     return ""
+
+
+# The marks every module that starts these hosts carries.
+NEEDS_HOSTS = [
+    pytest.mark.integration,
+    pytest.mark.skipif(bool(available()), reason=available() or "ok"),
+]
 
 
 def _sh(*argv: str) -> None:

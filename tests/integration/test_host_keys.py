@@ -15,17 +15,14 @@ from netroot.inventory import load
 from netroot.provision.service import provision
 from netroot.sshtarget import SshTarget
 from tests.integration.provision_hosts import (
+    NEEDS_HOSTS,
     NetnsHost,
-    available,
     make_export_tree,
     netns_host,
     write_inventory,
 )
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(bool(available()), reason=available() or "ok"),
-]
+pytestmark = NEEDS_HOSTS
 
 
 @pytest.fixture(scope="module")

@@ -24,17 +24,14 @@ from netroot.inventory import load
 from netroot.provision.render import Renderer
 from netroot.provision.service import ProvisionResult, provision
 from tests.integration.provision_hosts import (
+    NEEDS_HOSTS,
     NetnsHost,
-    available,
     make_export_tree,
     netns_host,
     write_inventory,
 )
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(bool(available()), reason=available() or "ok"),
-]
+pytestmark = NEEDS_HOSTS
 
 VERSION_A = "a1" * 6
 VERSION_B = "b2" * 6

@@ -31,16 +31,15 @@ from netroot.provision.render import Renderer
 from netroot.provision.service import ProvisionResult, provision
 from tests.integration.netboot.pxe_rom import parse_options
 from tests.integration.provision_hosts import (
+    NEEDS_HOSTS,
     NetnsHost,
-    available,
     make_export_tree,
     netns_host,
     write_inventory,
 )
 
 pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(bool(available()), reason=available() or "ok"),
+    *NEEDS_HOSTS,
     pytest.mark.skipif(shutil.which("dnsmasq") is None, reason="dnsmasq not installed"),
     pytest.mark.skipif(shutil.which("ganesha.nfsd") is None, reason="nfs-ganesha not installed"),
 ]
