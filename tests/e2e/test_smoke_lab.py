@@ -143,6 +143,7 @@ def test_unreachable_board_is_reported(lab: LabHandle, provisioned: str, tmp_pat
     data = yaml.safe_load(lab.inventory.read_text())
     hosts = data["all"]["children"]["boards"]["children"]["lab"]["hosts"]
     ghost = dict(hosts["pi-01"], ansible_host="10.77.0.250", netroot_address="10.77.0.250")
+    ghost["netroot_mac"] = "52:54:00:77:00:fa"  # a MAC names one board (the inventory checks)
     hosts["pi-99"] = ghost  # inside the lab's own network, where no board answers
     inv = tmp_path / "inventory.yml"
     inv.write_text(yaml.safe_dump(data))
