@@ -32,10 +32,11 @@ class BoardFacts:
 def parse_probe(text: str, netboot: bool = False) -> BoardFacts:
     """Parse PROBE's output (pure): first word of each sd part, or None when empty; for a
     netboot board the version on its kernel command line (nfsroot=...)."""
-    from netroot.netboot.cmdline import booted_version
-
     parts = [*text.split(MARK), "", ""]
     if netboot:
+        # Only here: the module brings the template renderer (jinja2) an sd board never needs.
+        from netroot.netboot.cmdline import booted_version
+
         return BoardFacts(None, booted_version(parts[2]), netboot=True)
 
     def word(part: str) -> str | None:
