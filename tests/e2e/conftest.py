@@ -1,7 +1,9 @@
-"""The virtual lab, once per test session, shared by every e2e test.
+"""The virtual lab, once for the e2e tests, shared by every one of them.
 
 `lab` reuses a lab that is already up and healthy (every host logs in with the lab's key and
-a checked host key) and leaves it running; a lab it had to start from nothing it stops again.
+a checked host key) and leaves it running; a lab it had to start from nothing it stops again
+as soon as the last e2e test is done (package scope), so its idle boards do not slow the tests
+that run after them.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def _report(msg: str) -> None:
     print(f"[lab] {msg}", flush=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def lab() -> Iterator[LabHandle]:
     """The lab with (at least) 3 boards, SSH-ready."""
     from netroot.errors import EnvironmentMissing

@@ -184,7 +184,7 @@ def test_controller_killed_then_resumed_from_the_other_copy(
     lab: LabHandle, copies: list[Path]
 ) -> None:
     image = variant_image("e2e-kill", "kill")
-    first = _start(copies[0], image, "--canary", "1", "--batch", "1")
+    first = _start(copies[0], image, "--canary", "1", "--batch", "100%")
     deadline = time.monotonic() + 3600
     target = None
     while time.monotonic() < deadline and first.poll() is None:
@@ -201,7 +201,7 @@ def test_controller_killed_then_resumed_from_the_other_copy(
             os.kill(pid, signal.SIGKILL)
     first.wait()
     assert (lab.export_root / ".netroot-lock").exists()  # left behind by the dead holder
-    rc, result, stderr = _rollout(copies[1], image, "--canary", "1", "--batch", "1")
+    rc, result, stderr = _rollout(copies[1], image, "--canary", "1", "--batch", "100%")
     assert rc == 0, stderr[-3000:]
     assert "pi-01" in result["plan"]["unchanged"]
     assert result["released"] and _current(lab) == target

@@ -32,6 +32,10 @@ from tests.e2e.helpers import BASE_IMAGE, NETROOT, export, netroot, variant_imag
 pytestmark = pytest.mark.e2e
 
 FAST = ("--qpu", "skip", "--yes")
+# Where the batch shape is not what a test is about, fewer batches: each batch of an emulated
+# board costs its provision and its smoke (about 40 s), and the lab's boards work in parallel.
+ONE_BATCH = ("--canary", "0", "--batch", "100%")
+AFTER_CANARY = ("--canary", "1", "--batch", "100%")
 
 
 @pytest.fixture(scope="module")
@@ -120,8 +124,9 @@ def test_board_powered_off_is_reported_rest_complete(lab: LabHandle, inv: Path) 
     variant_image("e2e-d", "d")
     os.kill(_qemu_pid(lab, "pi-03"), signal.SIGKILL)  # pull the plug
     try:
-        # One failure allowed: the unreachable board spends it, the rest complete.
-        rc, result = _rollout(inv, "netroot-lab/raspbian:e2e-d", "--max-fail", "1")
+        # One failure allowed: the unreachable board spends it, the rest complete (one batch:
+        # the batch shape is test_rollout_canary_then_batches_of_one's).
+        rc, result = _rollout(inv, "netroot-lab/raspbian:e2e-d", "--max-fail", "1", *ONE_BATCH)
         outcomes = _outcomes(result)
         assert rc == 4, result
         assert outcomes["pi-03"][0] == "unreachable"
@@ -142,7 +147,7 @@ def test_nfs_server_restart_mid_rollout_keeps_every_root(lab: LabHandle, inv: Pa
 
     thread = threading.Thread(target=restart_server)
     thread.start()
-    rc, result = _rollout(inv, "netroot-lab/raspbian:e2e-e")
+    rc, result = _rollout(inv, "netroot-lab/raspbian:e2e-e", *AFTER_CANARY)
     thread.join()
     assert rc == 0, result
     for board in lab.boards[:3]:
@@ -153,7 +158,8 @@ def test_interrupt_then_resume_finishes(lab: LabHandle, inv: Path) -> None:
     version_f = export(lab.inventory, variant_image("e2e-f", "f"))
     env = {**os.environ, "NETROOT_INVENTORY": str(inv), "NO_COLOR": "1"}
     proc = subprocess.Popen(
-        [*NETROOT, "rollout", "netroot-lab/raspbian:e2e-f", "--name", "raspbian", *FAST],
+        [*NETROOT, "rollout", "netroot-lab/raspbian:e2e-f", "--name", "raspbian", *FAST,
+         *AFTER_CANARY],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 1800
@@ -167,7 +173,7 @@ def test_interrupt_then_resume_finishes(lab: LabHandle, inv: Path) -> None:
     assert proc.wait(timeout=600) == 130
     saved = json.loads(state_path(lab.export_root).read_text())
     assert saved["rollout"]["outcome"] == "interrupted"
-    rc, result = _rollout(inv, "netroot-lab/raspbian:e2e-f")
+    rc, result = _rollout(inv, "netroot-lab/raspbian:e2e-f", *AFTER_CANARY)
     assert rc == 0, result
     assert "pi-01" in result["plan"]["unchanged"]
     status = _status(inv)
