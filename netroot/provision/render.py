@@ -31,10 +31,12 @@ ANSIBLE_UUID_NAMESPACE = uuid.UUID("361E6D51-FAEC-444A-9079-341386DA8E2E")
 SERVER_ROLE = "netroot_nfs_server"
 BOARD_ROLE = "netroot_board"
 
-# What each kind of host gets rendered (the roles' template tasks, in order).
+# What each kind of host gets rendered (the roles' template tasks): the exports first, then
+# the server's state script (run on every play; the rest is written only when needed).
+SERVER_STATE_TEMPLATE = "_nfs_server_state.sh.j2"
 SERVER_TEMPLATES = {
-    "kernel": ("exports.j2",),
-    "ganesha": ("ganesha.conf.j2", "netroot-ganesha.j2"),
+    "kernel": ("exports.j2", SERVER_STATE_TEMPLATE),
+    "ganesha": ("ganesha.conf.j2", "netroot-ganesha.j2", SERVER_STATE_TEMPLATE),
 }
 # The board role ships the first three inside the fourth (one raw script, one SSH round trip).
 BOARD_TEMPLATES = (

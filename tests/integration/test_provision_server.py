@@ -68,6 +68,7 @@ def _inventory(host: NetnsHost, tmp: Path, server_vars: dict[str, Any]) -> Path:
                             "netroot_nfs_address": host.address,
                             "netroot_nfs_server_bin_dir": str(tmp / "bin"),
                             "netroot_nfs_server_install_packages": False,
+                            "netroot_nfs_server_state_file": str(tmp / "nfs-server.state"),
                             **server_vars,
                         }
                     }
@@ -149,6 +150,84 @@ def test_ganesha_exports_only_to_listed_boards_and_is_idempotent(
     second = _run(inventory, ["nfs-t"])
     assert second.exit_code == Exit.OK
     assert second.summary.hosts["nfs-t"].changed == 0, second.as_dict()
+
+
+def _configured(result: ProvisionResult, events: list[dict[str, Any]]) -> bool:
+    """Whether the run configured the server (tasks/configure.yml ran) rather than skipping it."""
+    assert result.exit_code == Exit.OK, result.as_dict()
+    include = [
+        str(e["event"])
+        for e in events
+        if (e.get("event_data") or {}).get("task", "").startswith("Configure the server")
+        and e["event"] in ("runner_on_ok", "runner_on_skipped")
+    ]
+    assert len(include) == 1, include
+    return include[0] == "runner_on_ok"
+
+
+@pytest.mark.skipif(shutil.which("ganesha.nfsd") is None, reason="nfs-ganesha not installed")
+def test_an_unchanged_server_is_not_configured_again(host: NetnsHost, tmp_path: Path) -> None:
+    """The stamp skips configuring only a server whose inputs, files and services are as the
+    last successful run left them; anything else configures it again."""
+    conf = tmp_path / "ganesha.conf"
+    conf.write_text(HAND_WRITTEN_GANESHA)
+    inventory = _inventory(
+        host,
+        tmp_path,
+        {
+            "netroot_nfs_backend": "ganesha",
+            "netroot_nfs_server_ganesha_conf": str(conf),
+            "netroot_nfs_server_ganesha_pidfile": str(host.workdir / "ganesha.pid"),
+            "netroot_nfs_server_ganesha_log": str(tmp_path / "ganesha.log"),
+            "netroot_nfs_server_ganesha_service": "script",
+        },
+    )
+    stamp = tmp_path / "nfs-server.state"
+    control = tmp_path / "bin" / "netroot-ganesha"
+
+    def run(**kw: Any) -> tuple[ProvisionResult, bool]:
+        events: list[dict[str, Any]] = []
+        result = provision(
+            load(inventory), ["nfs-t"], on_event=lambda e, _s: events.append(dict(e)), **kw
+        )
+        return result, _configured(result, events)
+
+    assert run()[1]  # no stamp yet
+    configured = conf.read_text()
+    recorded = stamp.read_text()
+    result, again = run()
+    assert not again and result.summary.hosts["nfs-t"].changed == 0
+    assert stamp.read_text() == recorded
+
+    # The managed block deleted by hand: configured again, the block is back.
+    conf.write_text(HAND_WRITTEN_GANESHA)
+    assert run()[1]
+    assert conf.read_text() == configured
+
+    # Ganesha stopped: started again.
+    host.exec(str(control), "stop")
+    assert run()[1]
+    assert host.exec(str(control), "status", check=False).stdout.startswith("running")
+
+    # A board's address changes the exports: a changed inventory is never skipped. In check
+    # mode nothing is written, the stamp included.
+    data = yaml.safe_load(inventory.read_text())
+    moved = host.address.rsplit(".", 1)[0] + ".5"
+    data["all"]["children"]["boards"]["hosts"]["pi-b"]["netroot_address"] = moved
+    write_inventory(inventory, data)
+    recorded = stamp.read_text()
+    checked, would = run(check=True)
+    assert would and checked.summary.hosts["nfs-t"].changed > 0
+    assert conf.read_text() == configured and stamp.read_text() == recorded
+    assert run()[1]
+    assert moved in conf.read_text() and stamp.read_text() != recorded
+    assert not run()[1]
+
+    # An image without versions fails the run before anything is decided.
+    shutil.rmtree(tmp_path / "export" / "img-b" / "versions" / VERSION_B)
+    missing = provision(load(inventory), ["nfs-t"])
+    assert missing.exit_code == Exit.FAILED
+    assert [f.task for f in missing.summary.failures] == ["Check the exports can be served"]
 
 
 def test_kernel_exports_keep_hand_written_lines_byte_for_byte(

@@ -78,7 +78,10 @@ def test_the_server_renders_dnsmasq_only_when_a_board_netboots(
                           inventory.servers)  # fmt: skip
     rendered = {r.template: r.text for r in Renderer(inv).render_server("nfs-01")}
     assert set(rendered) == {"ganesha.conf.j2", "netroot-ganesha.j2", "dnsmasq.conf.j2",
-                             "netroot-dnsmasq.j2"}  # fmt: skip
+                             "netroot-dnsmasq.j2", "_nfs_server_state.sh.j2"}  # fmt: skip
+    # The server's state covers dnsmasq's files and service (a change is configured again).
+    assert "/etc/netroot/dnsmasq.conf" in rendered["_nfs_server_state.sh.j2"]
+    assert "netroot-dnsmasq status" in rendered["_nfs_server_state.sh.j2"]
     conf = rendered["dnsmasq.conf.j2"].splitlines()
     assert "interface=br0" in conf and "dhcp-range=10.88.0.0,proxy" in conf
     assert "tftp-root=/srv/netroot-tftp" in conf
@@ -90,8 +93,9 @@ def test_the_server_renders_dnsmasq_only_when_a_board_netboots(
                               {"pi-03": inventory.boards["pi-03"]}, inventory.servers)  # fmt: skip
     sd_groups = {**inventory.groups, "boards": frozenset({"pi-03"})}
     sd_only = type(inventory)(inventory.path, hosts, sd_groups, sd_only.boards, inventory.servers)
-    assert {r.template for r in Renderer(sd_only).render_server("nfs-01")} == {
-        "ganesha.conf.j2", "netroot-ganesha.j2"}  # fmt: skip
+    sd_rendered = {r.template: r.text for r in Renderer(sd_only).render_server("nfs-01")}
+    assert set(sd_rendered) == {"ganesha.conf.j2", "netroot-ganesha.j2", "_nfs_server_state.sh.j2"}
+    assert "netroot-dnsmasq" not in sd_rendered["_nfs_server_state.sh.j2"]
 
 
 def test_smoke_commands_run_on_a_netboot_boards_booted_root(inventory: Inventory) -> None:
