@@ -27,8 +27,11 @@ HELP = (
     "TFTP, its config checked with dnsmasq --test first), the board's TFTP directory is pointed "
     "at its version and the board rebooted into it when it booted another. "
     "TARGET is a host or group of the inventory; the NFS server play always runs (its exports "
-    "list every board). Each board mounts what it should run: its inventory pin, else its "
-    "assignment (a board keeps it through any provision), else the image's `current`. "
+    "list every board); it reads the server's state in one round trip and configures the "
+    "server only when its inputs or files changed since its last successful run (README: "
+    "the NFS server's configuration). Each board mounts what it should run: its inventory "
+    "pin, else its assignment (a board keeps it through any provision), else the image's "
+    "`current`. "
     "--check --diff shows what would change without changing anything (no state, no lock). "
     "Takes the export root's writer lock (exit 6 when another rollout, rollback or provision "
     "holds it).\n\n" + EXIT_CODES_HELP
