@@ -24,9 +24,6 @@ REQUIREMENTS = (
     Requirement("qemu-system-arm", "qemu-system-arm", "the virtual 32-bit ARM boards"),
     Requirement("qemu-system-aarch64", "qemu-system-arm", "the virtual 64-bit ARM boards"),
     Requirement("qemu-img", "qemu-utils", "per-board copy-on-write disks"),
-    Requirement(
-        "/usr/lib/u-boot/qemu_arm/u-boot.bin", "u-boot-qemu", "the diskless boards' firmware"
-    ),
     Requirement("mmdebstrap", "mmdebstrap", "building the lab's Debian trees"),
     Requirement("/usr/bin/qemu-arm-static", "qemu-user-static", "armhf tree builds on x86"),
     Requirement("update-binfmts", "binfmt-support", "registering qemu-arm for armhf"),

@@ -294,6 +294,10 @@ def up(
         plan = make_plan(boards_wanted, lab_dir, root, arch.name, netboot)
         if netboot and arch.name != "armhf":
             raise UsageError(f"--netboot with --arch {arch.name}", "diskless boards are armhf")
+        if netboot and not diskless.UBOOT.is_file():
+            raise EnvironmentMissing(
+                f"{diskless.UBOOT}: no U-Boot for the diskless boards", diskless.UBOOT_HINT
+            )
         plan.export_root.mkdir(parents=True, exist_ok=True)
         kern, initrd, base = build_artifacts(report, arch, netboot=netboot > 0)
         client_pub = _write_identity(plan)
