@@ -24,7 +24,9 @@ def _reporter(ctx: typer.Context) -> tuple[context.AppContext, float]:
 @lab_app.command("up")
 def up_cmd(
     ctx: typer.Context,
-    boards: int = typer.Option(2, "--boards", "-n", min=1, max=32, help="How many boards."),
+    boards: int = typer.Option(
+        2, "--boards", "-n", min=0, max=32, help="How many boards (0 only with --netboot)."
+    ),
     fresh: bool = typer.Option(False, "--fresh", help="Start boards from a clean SD-card disk."),
     boot: bool = typer.Option(
         False, "--boot", help="Boot the boards even if `lab down` saved their state."
@@ -36,6 +38,14 @@ def up_cmd(
         "armhf",
         "--arch",
         help="Board kernel: armhf (32-bit Raspberry Pi OS, armv7l) or arm64 (64-bit, aarch64).",
+    ),
+    netboot: int = typer.Option(
+        0,
+        "--netboot",
+        min=0,
+        max=8,
+        help="Also N diskless boards (no disk: U-Boot boots them from nfs-01 by DHCP and "
+        "TFTP, root on NFS); powered on by `netroot provision`.",
     ),
 ) -> None:
     """Build (once, cached) and start the lab; returns when every host is SSH-ready."""
@@ -54,8 +64,20 @@ def up_cmd(
         export_root=export_root,
         boot=boot,
         arch=arch_mod.by_name(arch),
+        netboot=netboot,
     )
     app.out.info(f"inventory: {plan.lab_dir / 'inventory.yml'}")
+
+
+@lab_app.command("power-cycle", hidden=True)
+def power_cycle_cmd(
+    ctx: typer.Context, name: str = typer.Argument(..., help="A diskless board (nb-NN).")
+) -> None:
+    """Power a diskless board off and on (the lab's netroot_power_cycle_cmd)."""
+    from netroot.lab import service
+
+    app = context.get(ctx)
+    service.power_cycle(name, lambda m: app.out.info(escape(m), markup=True))
 
 
 @lab_app.command("status")

@@ -130,3 +130,21 @@ def seed_tar(
             info.uid = info.gid = owner[0] if owner else 0
             tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
+
+
+def files_tar(directory: str, files: Mapping[str, bytes]) -> bytes:
+    """A tar of `files` (name -> content, mode 0644, root's) in `directory` and its parents."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        parts = directory.strip("/").split("/")
+        for depth in range(1, len(parts) + 1):
+            info = tarfile.TarInfo("/".join(parts[:depth]))
+            info.type = tarfile.DIRTYPE
+            info.mode = 0o755
+            tar.addfile(info)
+        for name, data in sorted(files.items()):
+            info = tarfile.TarInfo(f"{'/'.join(parts)}/{name}")
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()

@@ -10,7 +10,12 @@ from pathlib import Path
 
 from netroot.errors import NetrootError
 from netroot.lab import cpio
-from netroot.lab.modules import INITRAMFS_MODULES, Resolution, parse_show_depends
+from netroot.lab.modules import (
+    INITRAMFS_MODULES,
+    NETBOOT_INITRAMFS_MODULES,
+    Resolution,
+    parse_show_depends,
+)
 from netroot.paths import project_file
 from netroot.run import run
 
@@ -69,9 +74,14 @@ def resolve(kernel: Kernel, modules: tuple[str, ...]) -> Resolution:
     return parse_show_depends(proc.stdout.decode(), str(kernel.modules_dir))
 
 
-def initramfs_entries(kernel: Kernel, init_script: bytes) -> list[cpio.Entry]:
-    """Everything the board's initramfs holds: busybox, /init, and the root disk's modules."""
-    resolution = resolve(kernel, INITRAMFS_MODULES)
+def initramfs_entries(
+    kernel: Kernel,
+    init_script: bytes,
+    modules: tuple[str, ...] = INITRAMFS_MODULES,
+    extra: tuple[cpio.Entry, ...] = (),
+) -> list[cpio.Entry]:
+    """Everything the board's initramfs holds: busybox, /init, `modules` and `extra` files."""
+    resolution = resolve(kernel, modules)
     entries = [
         cpio.directory(d)
         for d in ("bin", "dev", "etc", "proc", "sys", "newroot", "lib", "lib/modules")
@@ -80,6 +90,7 @@ def initramfs_entries(kernel: Kernel, init_script: bytes) -> list[cpio.Entry]:
     entries.append(cpio.chardev("dev/console", 5, 1))
     entries.append(cpio.file("bin/busybox", kernel.busybox.read_bytes(), 0o755))
     entries.append(cpio.file("init", init_script, 0o755))
+    entries.extend(extra)
     order = "".join(f"{Path(f).name}\n" for f in resolution.files)
     entries.append(cpio.file("etc/netroot-modules", order.encode()))
     for rel in resolution.files:
@@ -97,5 +108,22 @@ def build_initramfs(kernel: Kernel, cache: Path) -> Path:
         data = cpio.gzipped(initramfs_entries(kernel, init_script))
         tmp = path.with_suffix(".tmp")
         tmp.write_bytes(data)
+        tmp.rename(path)
+    return path
+
+
+def build_netboot_initramfs(kernel: Kernel, cache: Path) -> Path:
+    """Build (or reuse) a diskless board's initramfs: DHCP, NFS root, tmpfs overlay."""
+    init_script = project_file("images", "board", "netboot-init").read_bytes()
+    hook = project_file("images", "board", "udhcpc.script").read_bytes()
+    key = hashlib.sha256(
+        init_script + hook + kernel.version.encode() + repr(NETBOOT_INITRAMFS_MODULES).encode()
+    ).hexdigest()[:12]
+    path = cache / f"initramfs-netboot-{kernel.version}-{key}.img"
+    if not path.exists():
+        extra = (cpio.directory("run"), cpio.file("etc/udhcpc.script", hook, 0o755))
+        entries = initramfs_entries(kernel, init_script, NETBOOT_INITRAMFS_MODULES, extra)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(cpio.gzipped(entries))
         tmp.rename(path)
     return path

@@ -8,6 +8,11 @@ from dataclasses import dataclass
 # everything else (nfs, nfsv4, overlay) is loaded on demand by the board's own OS.
 INITRAMFS_MODULES = ("virtio_pci", "virtio_blk", "ext4", "virtio_net")
 
+# A diskless board's initramfs (images/board/netboot-init): its NIC (e1000: U-Boot's virtio-net
+# driver reads a wrong MAC on this QEMU, so the diskless boards have an e1000 for both), the
+# NFS v3 client for its root, and overlayfs for the tmpfs over it.
+NETBOOT_INITRAMFS_MODULES = ("e1000", "nfsv3", "overlay")
+
 # Modules the board OS must be able to load (checked when the disk is built).
 BOARD_MODULES = ("virtio_net", "nfs", "nfsv4", "nfsv3", "overlay", "ext4", "virtio_blk")
 

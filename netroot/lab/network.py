@@ -70,7 +70,7 @@ def create(plan: LabPlan) -> None:
         _ip("link", "set", HOST_VETH, "address", stable_mac(HOST_ADDRESS))
     _ip("link", "set", HOST_VETH, "up")
     _ip("link", "set", f"{HOST_VETH}-br", "master", BRIDGE, "up", netns=NETNS)
-    for board in plan.boards:
+    for board in plan.all_boards:
         if not link_exists(board.tap, NETNS):
             _ip("tuntap", "add", "dev", board.tap, "mode", "tap", netns=NETNS)
         _ip("link", "set", board.tap, "master", BRIDGE, "up", netns=NETNS)

@@ -16,11 +16,17 @@ SERVER_ADDRESS = "10.77.0.2"
 SERVER_NAME = "nfs-01"
 FIRST_BOARD = 11  # pi-01 is 10.77.0.11
 MAX_BOARDS = 32
+FIRST_NETBOOT = 51  # nb-01, the first diskless board, is 10.77.0.51
+MAX_NETBOOT = 8
+SERVER_INTERFACE = "eth0"  # nfs-01's link to the lab bridge (dnsmasq listens there)
+TFTP_ROOT = "/srv/netroot-tftp"  # nfs-01's TFTP root (the server role's default)
 HOST_VETH = "nr-host"  # host side; its peer in the lab namespace is nr-host-br
 SERVER_VETH = "nr-srv-br"  # lab side of the server's link; the container side is eth0
 SERVER_CONTAINER = "netroot-lab-nfs-01"
 SERVER_IMAGE = "netroot-lab/server:bookworm"
 RASPBIAN_IMAGE = "netroot-lab/raspbian:bookworm"
+NETBOOT_IMAGE = "netroot-lab/raspbian-netboot:bookworm"  # what diskless boards boot
+NETBOOT_EXPORT = "raspbian-netboot"  # its export name (`netroot export` takes the last part)
 BOARD_USER = "pi"  # the imaging user of Raspberry Pi OS: passwordless sudo, root refused
 NOSUDO_USER = "student"  # a second login whose sudo asks for a password
 
@@ -34,6 +40,12 @@ class BoardPlan:
     address: str
     mac: str
     tap: str
+    serial: str = ""  # a diskless board's: the name of its TFTP directory
+
+    @property
+    def netboot(self) -> bool:
+        """A diskless board: no disk at all, it boots from the lab server's dnsmasq."""
+        return bool(self.serial)
 
     def dir(self, lab_dir: Path) -> Path:
         return lab_dir / "boards" / self.name
@@ -48,6 +60,11 @@ class LabPlan:
     boards: tuple[BoardPlan, ...]
     arch: str = "armhf"
     prefixlen: int = SUBNET.prefixlen
+    netboot: tuple[BoardPlan, ...] = ()  # the diskless boards
+
+    @property
+    def all_boards(self) -> tuple[BoardPlan, ...]:
+        return self.boards + self.netboot
 
     @property
     def key(self) -> Path:
@@ -89,15 +106,37 @@ def board_plan(index: int) -> BoardPlan:
     )
 
 
+def netboot_plan(index: int) -> BoardPlan:
+    """Diskless board `index` (1-based): nb-NN at 10.77.0.(50+N), serial 4e420000 + N."""
+    if not 1 <= index <= MAX_NETBOOT:
+        raise UsageError(f"diskless board number {index} out of range", f"use 1..{MAX_NETBOOT}")
+    address = str(SUBNET.network_address + FIRST_NETBOOT + index - 1)
+    return BoardPlan(
+        index=index,
+        name=f"nb-{index:02d}",
+        address=address,
+        mac=stable_mac(address),
+        tap=f"nrnb{index}",
+        serial=f"{0x4E420000 + index:08x}",
+    )
+
+
 def make_plan(
-    boards: int, lab_dir: Path, export_root: Path | None = None, arch: str = "armhf"
+    boards: int,
+    lab_dir: Path,
+    export_root: Path | None = None,
+    arch: str = "armhf",
+    netboot: int = 0,
 ) -> LabPlan:
-    """The plan for `boards` boards under `lab_dir` (export root default: lab_dir/export)."""
-    if boards < 1 or boards > MAX_BOARDS:
-        raise UsageError(f"--boards {boards}: expected 1..{MAX_BOARDS}")
+    """The plan for `boards` boards and `netboot` diskless ones under `lab_dir`."""
+    if not 0 <= netboot <= MAX_NETBOOT:
+        raise UsageError(f"--netboot {netboot}: expected 0..{MAX_NETBOOT}")
+    if boards < (0 if netboot else 1) or boards > MAX_BOARDS:
+        raise UsageError(f"--boards {boards}: expected 1..{MAX_BOARDS} (0 with --netboot)")
     return LabPlan(
         lab_dir=lab_dir,
         export_root=export_root or lab_dir / "export",
         boards=tuple(board_plan(i) for i in range(1, boards + 1)),
         arch=arch,
+        netboot=tuple(netboot_plan(i) for i in range(1, netboot + 1)),
     )

@@ -77,7 +77,8 @@ BOARD = Recipe(
     ),
 )
 
-# The NFS server host: userspace NFS (the kernel here has no nfsd), reachable over SSH.
+# The NFS server host: userspace NFS (the kernel here has no nfsd), reachable over SSH, and
+# dnsmasq for the diskless boards.
 SERVER = Recipe(
     "server-rootfs",
     "amd64",
@@ -92,6 +93,11 @@ SERVER = Recipe(
         "iproute2",
         "procps",
         "kmod",
+        # dnsmasq's binary only (no system service): DHCP + TFTP for diskless boards.
+        "dnsmasq-base",
+        # /etc/services: without it rpcbind finds no "sunrpc" port and listens on its unix
+        # socket only, so an NFSv3 client (a diskless board's root) cannot find mountd.
+        "netbase",
     ),
 )
 

@@ -2,16 +2,46 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
 
-from netroot.lab.plan import BOARD_USER, SERVER_ADDRESS, SERVER_NAME, LabPlan
+from netroot.lab.plan import (
+    BOARD_USER,
+    NETBOOT_EXPORT,
+    SERVER_ADDRESS,
+    SERVER_INTERFACE,
+    SERVER_NAME,
+    SUBNET,
+    LabPlan,
+)
 
 
-def inventory(plan: LabPlan) -> dict[str, Any]:
-    """The lab's inventory as data, in the shape of the lab contract."""
+def _diskless(plan: LabPlan, power_cycle: Sequence[str]) -> dict[str, Any]:
+    """The diskless boards: netboot from nfs-01, powered on and off by the lab."""
+    return {
+        b.name: {
+            "ansible_host": b.address,
+            "netroot_address": b.address,
+            "netroot_image": NETBOOT_EXPORT,
+            "netroot_qpu": False,
+            "netroot_boot": "netboot",
+            "netroot_mac": b.mac,
+            "netroot_serial": b.serial,
+            "netroot_cmdline_console": "console=ttyAMA0",
+            "netroot_power_cycle_cmd": shlex.join([*power_cycle, b.name]),
+        }
+        for b in plan.netboot
+    }
+
+
+def inventory(plan: LabPlan, power_cycle: Sequence[str] = ("false",)) -> dict[str, Any]:
+    """The lab's inventory as data, in the shape of the lab contract.
+
+    `power_cycle` is the command that power-cycles a diskless board, given its name last.
+    """
     common = (
         f"-o UserKnownHostsFile={plan.known_hosts} -o StrictHostKeyChecking=yes"
         " -o IdentitiesOnly=yes"
@@ -29,6 +59,23 @@ def inventory(plan: LabPlan) -> dict[str, Any]:
         }
         for b in plan.boards
     }
+    server: dict[str, Any] = {
+        "ansible_host": SERVER_ADDRESS,
+        "netroot_nfs_backend": "ganesha",
+        "netroot_export_root": str(plan.export_root),
+        "netroot_nfs_address": SERVER_ADDRESS,
+    }
+    children: dict[str, Any] = {"lab": {"hosts": boards}} if boards else {}
+    if plan.netboot:
+        # No other DHCP server on the lab network: dnsmasq gives the diskless boards their
+        # addresses too; no switch port learning here, so no reply delay.
+        server.update(
+            netroot_dnsmasq_interface=SERVER_INTERFACE,
+            netroot_dnsmasq_network=str(SUBNET),
+            netroot_dnsmasq_addresses=True,
+            netroot_dnsmasq_reply_delay=0,
+        )
+        children["lab_netboot"] = {"hosts": _diskless(plan, power_cycle)}
     return {
         "all": {
             "vars": {
@@ -39,29 +86,21 @@ def inventory(plan: LabPlan) -> dict[str, Any]:
                 "netroot_known_hosts": str(plan.known_hosts),
             },
             "children": {
-                "nfs_servers": {
-                    "hosts": {
-                        SERVER_NAME: {
-                            "ansible_host": SERVER_ADDRESS,
-                            "netroot_nfs_backend": "ganesha",
-                            "netroot_export_root": str(plan.export_root),
-                            "netroot_nfs_address": SERVER_ADDRESS,
-                        }
-                    }
-                },
+                "nfs_servers": {"hosts": {SERVER_NAME: server}},
                 # As a stock Raspberry Pi OS board: its imaging user, root through sudo.
                 "boards": {
                     "vars": {"ansible_user": BOARD_USER, "ansible_become": True},
-                    "children": {"lab": {"hosts": boards}},
+                    "children": children,
                 },
             },
         }
     }
 
 
-def inventory_yaml(plan: LabPlan) -> str:
+def inventory_yaml(plan: LabPlan, power_cycle: Sequence[str] = ("false",)) -> str:
     header = "# Written by `netroot lab up`; rewritten on every start of the lab.\n"
-    return header + yaml.safe_dump(inventory(plan), sort_keys=False, default_flow_style=False)
+    data = inventory(plan, power_cycle)
+    return header + yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
 
 
 def known_hosts(host_keys: Mapping[str, tuple[str, str]]) -> str:

@@ -161,6 +161,11 @@ def start(plan: LabPlan, seed: bytes) -> int:
     return pid
 
 
+def copy_in(tar: bytes) -> None:
+    """Unpack `tar` over the running server's root (files the lab hands it, like seeds)."""
+    run(["docker", "cp", "-", f"{SERVER_CONTAINER}:/"], input=tar, hint=DOCKER_HINT)
+
+
 def remove() -> bool:
     """Remove the server container if it exists (its processes go with it)."""
     if inspect() is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import secrets
+import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -12,17 +13,19 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from netroot import paths
-from netroot.errors import EnvironmentMissing, NetrootError
+from netroot.errors import EnvironmentMissing, NetrootError, UsageError
 from netroot.lab import (
     arch as arch_mod,
 )
 from netroot.lab import (
     boards,
     disk,
+    diskless,
     doctor,
     images,
     kernel,
     keys,
+    netboot_image,
     network,
     ready,
     recipes,
@@ -42,10 +45,12 @@ from netroot.lab.plan import (
     SERVER_CONTAINER,
     SERVER_IMAGE,
     SERVER_NAME,
+    TFTP_ROOT,
     BoardPlan,
     LabPlan,
     board_plan,
     make_plan,
+    netboot_plan,
 )
 from netroot.paths import project_file
 from netroot.run import run
@@ -91,11 +96,12 @@ def _image_key(recipe: recipes.Recipe, recipe_dir: str) -> str:
 
 
 def build_artifacts(
-    report: Report, arch: BoardArch = arch_mod.DEFAULT
+    report: Report, arch: BoardArch = arch_mod.DEFAULT, netboot: bool = False
 ) -> tuple[kernel.Kernel, Path, Path]:
     """Everything the lab boots from, built once and cached: kernel, initramfs, base disk.
 
-    Also builds the server and Raspbian Docker images. Returns (kernel, initramfs, base disk).
+    Also builds the server and Raspbian Docker images, and with `netboot` the netboot image
+    (what diskless boards boot). Returns (kernel, initramfs, base disk).
     """
     cache = paths.cache_dir() / "lab"
     cache.mkdir(parents=True, exist_ok=True)
@@ -126,6 +132,8 @@ def build_artifacts(
         "linux/arm/v7",
         report,
     )
+    if netboot:
+        netboot_image.build(board_tar, kern, cache, report)
     report(f"artifacts ready ({time.monotonic() - t0:.1f} s)")
     return kern, initrd, base
 
@@ -158,6 +166,33 @@ def _board_seed(board: BoardPlan, files: BoardFiles, client_pub: str) -> bytes:
     )
 
 
+def _netboot_seeds(plan: LabPlan, client_pub: str) -> bytes:
+    """The diskless boards' seeds as files of the server's TFTP root: seeds/01-<mac>.tar.
+
+    A diskless board has no disk to carry its SSH host key and authorized_keys, so its initramfs
+    fetches them over TFTP (images/board/netboot-init), as the lab's stand-in for what a site
+    bakes into its image or provisions otherwise. TFTP has no access control: anything on the
+    lab network could read a board's host key. The lab network holds only the lab's machines.
+    """
+    seeds: dict[str, bytes] = {}
+    authorized = ((client_pub + "\n").encode(), 0o600)
+    for board in plan.netboot:
+        files = BoardFiles(board.dir(plan.lab_dir))
+        priv, pub, _ = _host_key(files.host_key, board.name)
+        hosts = f"127.0.0.1 localhost\n127.0.1.1 {board.name}\n{SERVER_ADDRESS} {SERVER_NAME}\n"
+        seed = disk.seed_tar(
+            {
+                "etc/hosts": (hosts.encode(), 0o644),
+                "etc/ssh/ssh_host_ed25519_key": (priv, 0o600),
+                "etc/ssh/ssh_host_ed25519_key.pub": (pub, 0o644),
+                f"home/{BOARD_USER}/.ssh/authorized_keys": authorized,
+            },
+            {f"home/{BOARD_USER}/.ssh": 1000},
+        )
+        seeds[f"01-{board.mac.replace(':', '-')}.tar"] = seed
+    return disk.files_tar(f"{TFTP_ROOT.strip('/')}/seeds", seeds)
+
+
 def _server_seed(plan: LabPlan, client_pub: str) -> bytes:
     priv, pub, _ = _host_key(plan.server_dir / "ssh_host_ed25519_key", SERVER_NAME)
     return disk.seed_tar(
@@ -186,25 +221,53 @@ def _write_identity(plan: LabPlan) -> str:
             _host_key(plan.server_dir / "ssh_host_ed25519_key", SERVER_NAME)[2],
         )
     }
-    for board in plan.boards:
+    for board in plan.all_boards:
         files = BoardFiles(board.dir(plan.lab_dir))
         files.dir.mkdir(parents=True, exist_ok=True)
         host_keys[board.name] = (board.address, _host_key(files.host_key, board.name)[2])
     _atomic_write(plan.known_hosts, render.known_hosts(host_keys))
     inv = paths.lab_inventory()
     inv.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(inv, render.inventory_yaml(plan))
+    _atomic_write(inv, render.inventory_yaml(plan, power_cycle_command()))
     return client_pub
 
 
-def _existing_boards(lab_dir: Path) -> list[BoardPlan]:
+def power_cycle_command() -> list[str]:
+    """How Ansible, on this host, power-cycles a diskless board of this lab (name appended)."""
+    home = f"NETROOT_HOME={paths.state_dir()}"
+    return ["env", home, sys.executable, "-m", "netroot", "lab", "power-cycle"]
+
+
+def _existing_boards(lab_dir: Path, prefix: str = "pi-") -> list[BoardPlan]:
+    """Boards with a directory in the lab (pi-NN; nb-NN: the diskless ones)."""
+    make = netboot_plan if prefix == "nb-" else board_plan
     found = []
-    for d in sorted((lab_dir / "boards").glob("pi-*")):
+    for d in sorted((lab_dir / "boards").glob(f"{prefix}*")):
         try:
-            found.append(board_plan(int(d.name.removeprefix("pi-"))))
-        except ValueError:
+            found.append(make(int(d.name.removeprefix(prefix))))
+        except (ValueError, NetrootError):
             continue
     return found
+
+
+def _prepare_diskless(plan: LabPlan, client_pub: str, report: Report) -> None:
+    """Give the server the diskless boards' seeds; stop diskless boards no longer planned.
+
+    They are not powered on here: a diskless board can only boot once the server's dnsmasq
+    and its TFTP directory exist, which is `netroot provision`'s work; provision finds it
+    unreachable and powers it on with its netroot_power_cycle_cmd, as on a real lab.
+    """
+    wanted = {b.name for b in plan.netboot}
+    for extra in _existing_boards(plan.lab_dir, "nb-"):
+        if extra.name not in wanted and diskless.stop(BoardFiles(extra.dir(plan.lab_dir))):
+            report(f"stopped {extra.name} (not in a lab of {len(plan.netboot)} diskless)")
+    if not plan.netboot:
+        return
+    server.copy_in(_netboot_seeds(plan, client_pub))
+    for board in plan.netboot:
+        on = diskless.running_pid(BoardFiles(board.dir(plan.lab_dir))) is not None
+        state_ = "running" if on else "powered off until `netroot provision` boots it"
+        report(f"{board.name} (diskless, serial {board.serial}) at {board.address}: {state_}")
 
 
 def up(
@@ -214,28 +277,37 @@ def up(
     export_root: Path | None = None,
     boot: bool = False,
     arch: BoardArch = arch_mod.DEFAULT,
+    netboot: int = 0,
 ) -> LabPlan:
     """Bring the lab to `boards_wanted` boards of `arch`, all SSH-ready; reuses what is up.
 
     A board with a saved state (from `lab down`) taken of the same machine resumes from it
     unless `boot`; `fresh` also gives every board a clean disk. A running board of another
-    arch is stopped and booted anew (on a disk over that arch's base).
+    arch is stopped and booted anew (on a disk over that arch's base). `netboot` diskless
+    boards join the inventory and the network powered off (see `_prepare_diskless`).
     """
     check_environment()
     lab_dir = paths.lab_dir()
     with _locked(lab_dir):
         previous = state.load(lab_dir / "state.json")
         root = export_root or Path(previous.get("export_root") or lab_dir / "export")
-        plan = make_plan(boards_wanted, lab_dir, root, arch.name)
+        plan = make_plan(boards_wanted, lab_dir, root, arch.name, netboot)
+        if netboot and arch.name != "armhf":
+            raise UsageError(f"--netboot with --arch {arch.name}", "diskless boards are armhf")
+        if netboot and not diskless.UBOOT.is_file():
+            raise EnvironmentMissing(
+                f"{diskless.UBOOT}: no U-Boot for the diskless boards", diskless.UBOOT_HINT
+            )
         plan.export_root.mkdir(parents=True, exist_ok=True)
-        kern, initrd, base = build_artifacts(report, arch)
+        kern, initrd, base = build_artifacts(report, arch, netboot=netboot > 0)
         client_pub = _write_identity(plan)
         t0 = time.monotonic()
         network.create(plan)
-        state.save(plan.state_file, boards_wanted, plan.export_root, arch.name)
+        state.save(plan.state_file, boards_wanted, plan.export_root, arch.name, netboot)
         if server.running_pid() is None:
             report(f"starting {SERVER_NAME} at {SERVER_ADDRESS}")
             server.start(plan, _server_seed(plan, client_pub))
+        _prepare_diskless(plan, client_pub, report)
         wanted = {b.name for b in plan.boards}
         resumed: list[BoardPlan] = []
         for extra in _existing_boards(lab_dir):
@@ -310,6 +382,18 @@ def status() -> state.LabStatus:
         found.append(
             (board.name, "board", board.address, pid, round(rss / 1024, 1) if rss else None)
         )
+    netboot = int(saved.get("netboot") or 0)
+    diskless_seen = {b.name: b for b in _existing_boards(lab_dir, "nb-")}
+    for i in range(1, netboot + 1):
+        diskless_seen.setdefault(netboot_plan(i).name, netboot_plan(i))
+    for board in sorted(diskless_seen.values(), key=lambda b: b.index):
+        pid = diskless.running_pid(BoardFiles(board.dir(lab_dir)))
+        if pid is None and board.index > netboot:
+            continue
+        rss = supervise.rss_kib(pid) if pid else None
+        found.append(
+            (board.name, "diskless", board.address, pid, round(rss / 1024, 1) if rss else None)
+        )
     # Probe every host at once: a busy emulated board can take seconds to answer.
     with ThreadPoolExecutor(max_workers=len(found)) as pool:
         banners = list(pool.map(lambda f: f[3] is not None and ready.ssh_banner(f[2]), found))
@@ -337,7 +421,7 @@ def healthy(lab_status: state.LabStatus) -> bool:
                 lambda h: ready.ssh_ok(
                     h.address, key, kh, "root" if h.role == "server" else BOARD_USER
                 ),
-                lab_status.hosts,
+                [h for h in lab_status.hosts if h.role != "diskless"],
             )
         )
 
@@ -381,6 +465,10 @@ def down(report: Report, save: bool = True) -> list[str]:
             if boards.stop(files):
                 stopped.append(board.name)
                 report(f"stopped {board.name}")
+        for board in _existing_boards(lab_dir, "nb-"):
+            if diskless.stop(BoardFiles(board.dir(lab_dir))):
+                stopped.append(board.name)
+                report(f"powered off {board.name} (diskless: nothing to save)")
         if server.remove():
             stopped.append(SERVER_NAME)
             report(f"removed {SERVER_NAME}")
@@ -389,3 +477,16 @@ def down(report: Report, save: bool = True) -> list[str]:
             report(f"removed {item}")
         (lab_dir / "state.json").unlink(missing_ok=True)
     return stopped
+
+
+def power_cycle(name: str, report: Report) -> None:
+    """Power a diskless board off and on again (its inventory's netroot_power_cycle_cmd)."""
+    lab_dir = paths.lab_dir()
+    planned = int(state.load(lab_dir / "state.json").get("netboot") or 0)
+    boards_ = {b.name: b for b in (netboot_plan(i) for i in range(1, planned + 1))}
+    board = boards_.get(name)
+    if board is None:
+        known = ", ".join(boards_) or "none"
+        raise UsageError(f"{name}: not a diskless board of the lab (diskless: {known})")
+    pid = diskless.power_cycle(board, BoardFiles(board.dir(lab_dir)))
+    report(f"{name} powered on (qemu pid {pid})")

@@ -13,7 +13,7 @@ class HostStatus:
     """One lab host as `lab status` reports it."""
 
     name: str
-    role: str  # "server" or "board"
+    role: str  # "server", "board" or "diskless" (booted by provision, so not needed for `up`)
     address: str
     pid: int | None
     running: bool
@@ -33,10 +33,12 @@ class LabStatus:
     def up(self) -> bool:
         """Everything the lab should have is there and answering SSH."""
         boards = [h for h in self.hosts if h.role == "board"]
+        diskless = [h for h in self.hosts if h.role == "diskless"]
         return (
             self.network
-            and len(boards) == self.boards_planned > 0
-            and all(h.running and h.ssh for h in self.hosts)
+            and len(boards) == self.boards_planned
+            and bool(boards or diskless)
+            and all(h.running and h.ssh for h in self.hosts if h.role != "diskless")
         )
 
     @property
@@ -49,11 +51,11 @@ class LabStatus:
         return data
 
 
-def save(path: Path, boards: int, export_root: Path, arch: str = "armhf") -> None:
+def save(path: Path, boards: int, export_root: Path, arch: str = "armhf", netboot: int = 0) -> None:
     """Record the lab's size, arch and export root (processes are found by their pidfiles)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    record = {"boards": boards, "export_root": str(export_root), "arch": arch}
+    record = {"boards": boards, "export_root": str(export_root), "arch": arch, "netboot": netboot}
     tmp.write_text(json.dumps(record, indent=2))
     tmp.rename(path)
 

@@ -27,6 +27,8 @@ class NetbootHost:
 
     name: str
     mac: str
+    serial: str = ""
+    address: str = ""  # handed out only when dnsmasq gives addresses (ProxyConfig.addresses)
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class ProxyConfig:
     boards: tuple[NetbootHost, ...]
     rom_workarounds: bool = True
     reply_delay: int = DEFAULT_REPLY_DELAY
+    addresses: bool = False  # also the boards' DHCP server (no other on the network: the lab)
 
     def variables(self) -> dict[str, Any]:
         """The template's variables, named as the server role names them."""
@@ -47,16 +50,22 @@ class ProxyConfig:
             "netroot_nfs_server_dnsmasq_network": str(self.network),
             "netroot_nfs_server_tftp_root": self.tftp_root,
             "netroot_nfs_server_dnsmasq_boards": [
-                {"name": b.name, "mac": b.mac} for b in self.boards
+                {"name": b.name, "mac": b.mac, "serial": b.serial, "address": b.address}
+                for b in self.boards
             ],
             "netroot_nfs_server_dnsmasq_rom_workarounds": self.rom_workarounds,
             "netroot_nfs_server_dnsmasq_reply_delay": self.reply_delay,
+            "netroot_nfs_server_dnsmasq_addresses": self.addresses,
         }
 
 
 def netboot_hosts(boards: Sequence[Board]) -> tuple[NetbootHost, ...]:
     """The netboot boards with their MACs (the inventory made sure each has MAC and serial)."""
-    hosts = [NetbootHost(b.name, str(b.mac)) for b in boards if b.netboot and b.mac]
+    hosts = [
+        NetbootHost(b.name, str(b.mac), str(b.serial or ""), b.address)
+        for b in boards
+        if b.netboot and b.mac
+    ]
     return tuple(sorted(hosts, key=lambda h: h.name))
 
 
@@ -68,6 +77,7 @@ def proxy_config(
     *,
     rom_workarounds: bool = True,
     reply_delay: int = DEFAULT_REPLY_DELAY,
+    addresses: bool = False,
 ) -> ProxyConfig:
     """The config for the inventory's netboot boards, checked field by field."""
     if not interface or any(c.isspace() for c in interface):
@@ -87,16 +97,35 @@ def proxy_config(
     hosts = netboot_hosts(boards)
     if not hosts:
         raise UsageError("no board has netroot_boot: netboot", "set it on the diskless boards")
-    return ProxyConfig(interface, net, tftp_root, hosts, rom_workarounds, reply_delay)
+    if addresses:
+        for host in hosts:
+            _check_address(host, net)
+    return ProxyConfig(interface, net, tftp_root, hosts, rom_workarounds, reply_delay, addresses)
+
+
+def _check_address(host: NetbootHost, net: ipaddress.IPv4Network) -> None:
+    """A board dnsmasq gives an address to needs one inside the network it serves."""
+    try:
+        inside = ipaddress.IPv4Address(host.address) in net
+    except ValueError:
+        inside = False
+    if not inside:
+        raise UsageError(
+            f"{host.name}: address {host.address!r} is not in {net}",
+            "dnsmasq gives netboot boards their netroot_address (or ansible_host): "
+            "one inside netroot_dnsmasq_network",
+        )
 
 
 def server_config(server: NfsServer, boards: Sequence[Board]) -> ProxyConfig:
     """The config from the server's inventory vars; UsageError naming the host and the field."""
     v = server.host.vars
     rom = v.get("netroot_dnsmasq_rom_workarounds", True)
-    if not isinstance(rom, bool):
-        raise UsageError(f"host {server.name}: netroot_dnsmasq_rom_workarounds = {rom!r}: "
-                         "expected true or false")  # fmt: skip
+    addresses = v.get("netroot_dnsmasq_addresses", False)
+    for field, value in (("rom_workarounds", rom), ("addresses", addresses)):
+        if not isinstance(value, bool):
+            raise UsageError(f"host {server.name}: netroot_dnsmasq_{field} = {value!r}: "
+                             "expected true or false")  # fmt: skip
     try:
         return proxy_config(
             boards,
@@ -105,6 +134,7 @@ def server_config(server: NfsServer, boards: Sequence[Board]) -> ProxyConfig:
             server.tftp_root,
             rom_workarounds=rom,
             reply_delay=v.get("netroot_dnsmasq_reply_delay", DEFAULT_REPLY_DELAY),
+            addresses=addresses,
         )
     except UsageError as exc:
         names = ", ".join(h.name for h in netboot_hosts(boards))

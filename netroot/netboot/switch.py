@@ -5,12 +5,12 @@ The board role runs it on the server (delegated) for each board it switches:
     PYTHONPATH=<lib> python3 -m netroot.netboot.switch [--check] < request.json
 
 with the request `{"root": TFTP_ROOT, "boards": [{"board", "serial", "version", "cmdline",
-"version_root"}]}`. It scans each version's boot files, plans the tree (netroot.netboot.tree)
-and applies it under an exclusive lock on `<root>/.lock` (Ansible switches several boards of a
-batch at once, each in its own process), printing one `changed: ...` line per change. With
---check it prints what it would change and writes nothing. A refusal is one line on stderr,
-exit 1. The server has the netroot modules this imports, not netroot itself: standard library
-and netroot.errors/fsutil/netboot.tree only.
+"version_root", optionally "mac"}]}`. It scans each version's boot files, plans the tree
+(netroot.netboot.tree) and applies it under an exclusive lock on `<root>/.lock` (Ansible
+switches several boards of a batch at once, each in its own process), printing one
+`changed: ...` line per change. With --check it prints what it would change and writes
+nothing. A refusal is one line on stderr, exit 1. The server has the netroot modules this
+imports, not netroot itself: standard library and netroot.errors/fsutil/netboot.tree/uboot only.
 """
 
 from __future__ import annotations
@@ -60,8 +60,11 @@ def parse_request(data: Any) -> tuple[Path, list[BoardBoot], dict[str, Path]]:
         fields = ("board", "serial", "version", "cmdline", "version_root")
         if not isinstance(entry, dict) or not all(isinstance(entry.get(f), str) for f in fields):
             raise UsageError(f"request: a board needs {', '.join(fields)} (strings): {entry!r}")
+        mac = entry.get("mac", "")
+        if not isinstance(mac, str):
+            raise UsageError(f"request: {entry['board']}: mac {mac!r} is not a string")
         boards.append(
-            BoardBoot(entry["board"], entry["serial"], entry["version"], entry["cmdline"])
+            BoardBoot(entry["board"], entry["serial"], entry["version"], entry["cmdline"], mac)
         )
         roots[entry["version"]] = Path(entry["version_root"])
     return Path(root), boards, roots

@@ -13,6 +13,10 @@ Switching a board is renaming a new symlink over `<serial>` (rename(2) is atomic
 the old directory or the new one, never a mix. The hash in a board directory's name covers its
 cmdline, so a new cmdline for the same version is a new directory too.
 
+A version whose boot files hold `vmlinuz` (the lab's QEMU boards, booted by U-Boot: see
+netroot.netboot.uboot) gets, per board, `<serial>/pxelinux.cfg/default` with the same cmdline,
+and the root gets U-Boot's `boot.scr.uimg`; a Pi firmware version needs neither.
+
 Planning (`scan_version`, `plan_tree`, `pending`) only reads; `apply_tree` writes. Standard
 library and netroot.errors/fsutil only: the server role ships these modules to the NFS server,
 where netroot.netboot.switch runs them (the tree lives there).
@@ -29,6 +33,7 @@ from pathlib import Path
 
 from netroot.errors import UsageError
 from netroot.fsutil import atomic_write, fsync_dir
+from netroot.netboot import uboot
 
 # Where Raspberry Pi OS keeps the FAT boot partition's files in a root tree, newest first.
 BOOT_DIRS = ("boot/firmware", "boot")
@@ -36,6 +41,8 @@ BOOTCODE = "bootcode.bin"
 # The files a 3B cannot boot without (start.elf is how the ROM recognises a board directory).
 REQUIRED = ("bootcode.bin", "start.elf", "fixup.dat")
 CMDLINE = "cmdline.txt"
+# A kernel (and initramfs) that U-Boot boots by PXE, as Debian names them: the lab's boards.
+PXE_KERNEL, PXE_INITRD = "vmlinuz", "initrd.img"
 VERSIONS, BOARDS = ".versions", ".boards"
 
 
@@ -47,6 +54,11 @@ class VersionBoot:
     source: Path  # <version root>/boot/firmware or /boot
     files: tuple[str, ...]  # POSIX paths relative to source, sorted; the version's cmdline excluded
 
+    @property
+    def pxe(self) -> bool:
+        """Booted by U-Boot's PXE (it has `vmlinuz`) rather than by a Pi's firmware."""
+        return PXE_KERNEL in self.files
+
 
 @dataclass(frozen=True)
 class BoardBoot:
@@ -56,6 +68,7 @@ class BoardBoot:
     serial: str  # 8 lowercase hex digits, as the ROM names its directory
     version: str
     cmdline: str
+    mac: str = ""  # names a U-Boot board's PXE config (its first try), when known
 
 
 @dataclass(frozen=True)
@@ -68,6 +81,8 @@ class BoardDir:
     name: str  # relative to the root: .boards/<serial>-<version>-<hash>
     files: tuple[str, ...]
     cmdline: str
+    pxe_config: str | None = None  # the PXE config of a U-Boot board, else None
+    pxe_name: str = uboot.PXE_CONFIG  # its path in the board's directory
 
 
 @dataclass(frozen=True)
@@ -75,16 +90,17 @@ class TreePlan:
     """The whole tree: bootcode.bin's source, the versions to copy and every board directory."""
 
     root: Path
-    bootcode: Path
+    bootcode: Path | None  # None when no board boots a Pi firmware version
     versions: tuple[VersionBoot, ...]
     boards: tuple[BoardDir, ...]
+    boot_script: bytes | None = None  # U-Boot's boot.scr.uimg, when a board boots by PXE
 
 
 def scan_version(version: str, version_root: Path) -> VersionBoot:
     """Find the version's boot directory and list its files (reads only)."""
     for rel in BOOT_DIRS:
         source = version_root / rel
-        if (source / "start.elf").is_file():
+        if (source / "start.elf").is_file() or (source / PXE_KERNEL).is_file():
             files = sorted(
                 p.relative_to(source).as_posix()
                 for p in source.rglob("*")
@@ -95,13 +111,15 @@ def scan_version(version: str, version_root: Path) -> VersionBoot:
         f"version {version}: no start.elf in {' or '.join(f'/{d}' for d in BOOT_DIRS)} of "
         f"{version_root}",
         "a netboot version needs the Raspberry Pi firmware in the image "
-        "(raspberrypi-bootloader / raspi-firmware installs it to /boot/firmware)",
+        "(raspberrypi-bootloader / raspi-firmware installs it to /boot/firmware), "
+        f"or for U-Boot a {PXE_KERNEL} there",
     )
 
 
 def board_dir_name(board: BoardBoot) -> str:
-    """.boards/<serial>-<version>-<first 12 hex of sha256(cmdline)>."""
-    digest = hashlib.sha256(board.cmdline.encode()).hexdigest()[:12]
+    """.boards/<serial>-<version>-<first 12 hex of sha256(cmdline and MAC)>."""
+    seed = board.cmdline + (board.mac and f" {board.mac}")
+    digest = hashlib.sha256(seed.encode()).hexdigest()[:12]
     return f"{BOARDS}/{board.serial}-{board.version}-{digest}"
 
 
@@ -128,7 +146,7 @@ def plan_tree(
         if found is None:
             raise UsageError(f"{board.board}: version {board.version} was not scanned")
         missing = [f for f in REQUIRED if f not in found.files]
-        if missing:
+        if missing and not found.pxe:
             raise UsageError(
                 f"{board.board}: version {board.version} lacks {', '.join(missing)} in "
                 f"{found.source}",
@@ -142,14 +160,23 @@ def plan_tree(
                 board_dir_name(board),
                 found.files,
                 board.cmdline.strip() + "\n",
+                _pxe_config(found, board.cmdline) if found.pxe else None,
+                uboot.pxe_config_name(board.mac),
             )
         )
     used = sorted({b.version for b in planned})
     if not used:
         raise UsageError("no netboot board to plan a TFTP tree for")
     # bootcode.bin only loads start.elf from the board's directory: any version's copy serves.
-    bootcode = versions[used[-1]].source / BOOTCODE
-    return TreePlan(root, bootcode, tuple(versions[v] for v in used), tuple(planned))
+    pi = [v for v in used if BOOTCODE in versions[v].files]
+    bootcode = versions[pi[-1]].source / BOOTCODE if pi else None
+    script = uboot.script_image() if any(versions[v].pxe for v in used) else None
+    return TreePlan(root, bootcode, tuple(versions[v] for v in used), tuple(planned), script)
+
+
+def _pxe_config(version: VersionBoot, cmdline: str) -> str:
+    initrd = PXE_INITRD if PXE_INITRD in version.files else None
+    return uboot.pxe_config(PXE_KERNEL, initrd, cmdline)
 
 
 def linked_version(root: Path, serial: str) -> str | None:
@@ -192,6 +219,8 @@ def _make_board_dir(root: Path, board: BoardDir) -> bool:
         link.parent.mkdir(parents=True, exist_ok=True)
         os.symlink(os.path.relpath(version_dir / rel, dest / Path(rel).parent), link)
     atomic_write(stage / CMDLINE, board.cmdline)
+    if board.pxe_config is not None:
+        atomic_write(stage / board.pxe_name, board.pxe_config)
     os.replace(stage, dest)
     fsync_dir(dest.parent)
     return True
@@ -238,6 +267,16 @@ def _prune(root: Path, plan: TreePlan) -> list[str]:
     return removed
 
 
+def _top_files(plan: TreePlan) -> dict[str, bytes]:
+    """The files at the root every board reads first: bootcode.bin, U-Boot's script."""
+    files = {}
+    if plan.bootcode is not None:
+        files[BOOTCODE] = plan.bootcode.read_bytes()
+    if plan.boot_script is not None:
+        files[uboot.BOOT_SCRIPT] = plan.boot_script
+    return files
+
+
 def pending(plan: TreePlan) -> list[str]:
     """What `apply_tree(plan)` would change, in its words, without changing anything."""
     root = plan.root
@@ -246,9 +285,10 @@ def pending(plan: TreePlan) -> list[str]:
         for v in plan.versions
         if not (root / VERSIONS / v.version).is_dir()
     ]
-    top = root / BOOTCODE
-    if not top.is_file() or top.read_bytes() != plan.bootcode.read_bytes():
-        changes.append(BOOTCODE)
+    for name, data in _top_files(plan).items():
+        top = root / name
+        if not top.is_file() or top.read_bytes() != data:
+            changes.append(name)
     for board in plan.boards:
         try:
             linked = os.readlink(root / board.serial)
@@ -268,11 +308,11 @@ def apply_tree(plan: TreePlan) -> list[str]:
     for version in plan.versions:
         if _copy_version(root, version):
             changes.append(f"copied {version.version}'s boot files")
-    bootcode = plan.bootcode.read_bytes()
-    top = root / BOOTCODE
-    if not top.is_file() or top.read_bytes() != bootcode:
-        atomic_write(top, bootcode)
-        changes.append(BOOTCODE)
+    for name, data in _top_files(plan).items():
+        top = root / name
+        if not top.is_file() or top.read_bytes() != data:
+            atomic_write(top, data)
+            changes.append(name)
     for board in plan.boards:
         _make_board_dir(root, board)
         if switch_board(root, board):

@@ -50,7 +50,7 @@ def test_plan_writes_nothing(tmp_path: Path) -> None:
     plan = plan_tree(root, boards(A, B), scan(tmp_path))
     assert not root.exists()
     assert [b.name.split("-")[1] for b in plan.boards] == [A, B]
-    assert plan.bootcode.name == "bootcode.bin"
+    assert plan.bootcode is not None and plan.bootcode.name == "bootcode.bin"
 
 
 def test_apply_builds_what_the_rom_reads(tmp_path: Path) -> None:

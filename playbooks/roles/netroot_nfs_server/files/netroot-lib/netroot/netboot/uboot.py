@@ -1,0 +1,1 @@
+../../../../../../../netroot/netboot/uboot.py
