@@ -71,7 +71,6 @@ def qemu_argv(
     process, so it comes back at the same address on the same disk, and its boot unit mounts its
     version again. A power-off still ends the process.
     """
-    console = f"socket,id=console,path={files.console_socket},server=on,wait=off"
     pairs = [
         ("-name", f"{board.name},process=netroot-{board.name}"),
         ("-M", "virt"),
@@ -89,6 +88,16 @@ def qemu_argv(
         ("-device", "virtio-blk-pci,drive=seed"),
         ("-netdev", f"tap,id=lan,ifname={board.tap},script=no,downscript=no"),
         ("-device", f"virtio-net-pci,netdev=lan,mac={board.mac},romfile="),
+        *io_pairs(files),
+    ]
+    return [arch.qemu, *[x for pair in pairs for x in pair]]
+
+
+def io_pairs(files: BoardFiles) -> list[tuple[str, str]]:
+    """What every lab machine has besides its disk and NIC: an entropy source, the serial
+    console (a socket, logged), the monitor socket, no display, the pidfile."""
+    console = f"socket,id=console,path={files.console_socket},server=on,wait=off"
+    return [
         ("-device", "virtio-rng-pci"),
         ("-chardev", f"{console},logfile={files.console},logappend=on"),
         ("-serial", "chardev:console"),
@@ -96,7 +105,6 @@ def qemu_argv(
         ("-display", "none"),
         ("-pidfile", str(files.pidfile)),
     ]
-    return [arch.qemu, *[x for pair in pairs for x in pair]]
 
 
 def fingerprint(argv: list[str], seed: bytes) -> str:
@@ -168,14 +176,16 @@ def suspend(files: BoardFiles) -> bool:
     return True
 
 
-def stop(files: BoardFiles) -> bool:
-    """Stop the board's qemu by PID (after asking it to quit if its monitor answers)."""
+def stop(files: BoardFiles, marker: str | None = None) -> bool:
+    """Stop the board's qemu by PID (after asking it to quit if its monitor answers); only a
+    process whose command line holds `marker` (default: the board's disk) is ours to stop."""
+    marker = marker or str(files.disk)
     pid = supervise.read_pidfile(files.pidfile)
-    if pid is None or not supervise.is_ours(pid, str(files.disk)):
+    if pid is None or not supervise.is_ours(pid, marker):
         files.pidfile.unlink(missing_ok=True)
         return False
     with contextlib.suppress(OSError, TimeoutError):
         monitor.hmp(files.monitor_socket, ["quit"], timeout=10)
-    supervise.stop(pid, str(files.disk))
+    supervise.stop(pid, marker)
     files.pidfile.unlink(missing_ok=True)
     return True

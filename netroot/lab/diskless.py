@@ -11,11 +11,10 @@ stopping and starting the process (`netroot lab power-cycle NAME`).
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 from netroot.errors import EnvironmentMissing, NetrootError
-from netroot.lab import monitor, network, supervise
+from netroot.lab import boards, network, supervise
 from netroot.lab.boards import MEMORY_MIB, QEMU_HINT, BoardFiles
 from netroot.lab.plan import BoardPlan
 from netroot.run import run
@@ -26,7 +25,6 @@ UBOOT_HINT = "install Debian's U-Boot for QEMU: apt-get install u-boot-qemu"
 
 def qemu_argv(board: BoardPlan, files: BoardFiles, firmware: Path = UBOOT) -> list[str]:
     """The diskless board's qemu command line (pure): firmware, NIC, console; no drive."""
-    console = f"socket,id=console,path={files.console_socket},server=on,wait=off"
     pairs = [
         ("-name", f"{board.name},process=netroot-{board.name}"),
         ("-M", "virt"),
@@ -37,12 +35,7 @@ def qemu_argv(board: BoardPlan, files: BoardFiles, firmware: Path = UBOOT) -> li
         ("-bios", str(firmware)),
         ("-netdev", f"tap,id=lan,ifname={board.tap},script=no,downscript=no"),
         ("-device", f"e1000,netdev=lan,mac={board.mac},romfile="),
-        ("-device", "virtio-rng-pci"),
-        ("-chardev", f"{console},logfile={files.console},logappend=on"),
-        ("-serial", "chardev:console"),
-        ("-monitor", f"unix:{files.monitor_socket},server=on,wait=off"),
-        ("-display", "none"),
-        ("-pidfile", str(files.pidfile)),
+        *boards.io_pairs(files),
     ]
     return ["qemu-system-arm", *[x for pair in pairs for x in pair]]
 
@@ -73,15 +66,7 @@ def start(board: BoardPlan, files: BoardFiles, firmware: Path = UBOOT) -> int:
 
 def stop(files: BoardFiles) -> bool:
     """Power the board off (its RAM, the tmpfs overlay included, is gone: as on a real one)."""
-    pid = running_pid(files)
-    if pid is None:
-        files.pidfile.unlink(missing_ok=True)
-        return False
-    with contextlib.suppress(OSError, TimeoutError):
-        monitor.hmp(files.monitor_socket, ["quit"], timeout=10)
-    supervise.stop(pid, str(files.pidfile))
-    files.pidfile.unlink(missing_ok=True)
-    return True
+    return boards.stop(files, marker=str(files.pidfile))
 
 
 def power_cycle(board: BoardPlan, files: BoardFiles) -> int:

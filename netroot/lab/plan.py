@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from netroot.errors import UsageError
@@ -92,33 +92,28 @@ def stable_mac(address: str) -> str:
     return f"52:54:00:77:00:{host:02x}"
 
 
-def board_plan(index: int) -> BoardPlan:
-    """Board `index` (1-based): pi-NN at 10.77.0.(10+N), a stable locally administered MAC."""
-    if not 1 <= index <= MAX_BOARDS:
-        raise UsageError(f"board number {index} out of range", f"use 1..{MAX_BOARDS}")
-    address = str(SUBNET.network_address + FIRST_BOARD + index - 1)
+def _plan(index: int, kind: str, prefix: str, first: int, limit: int, tap: str) -> BoardPlan:
+    if not 1 <= index <= limit:
+        raise UsageError(f"{kind} number {index} out of range", f"use 1..{limit}")
+    address = str(SUBNET.network_address + first + index - 1)
     return BoardPlan(
         index=index,
-        name=f"pi-{index:02d}",
+        name=f"{prefix}-{index:02d}",
         address=address,
         mac=stable_mac(address),
-        tap=f"nrtap{index}",
+        tap=f"{tap}{index}",
     )
+
+
+def board_plan(index: int) -> BoardPlan:
+    """Board `index` (1-based): pi-NN at 10.77.0.(10+N), a stable locally administered MAC."""
+    return _plan(index, "board", "pi", FIRST_BOARD, MAX_BOARDS, "nrtap")
 
 
 def netboot_plan(index: int) -> BoardPlan:
     """Diskless board `index` (1-based): nb-NN at 10.77.0.(50+N), serial 4e420000 + N."""
-    if not 1 <= index <= MAX_NETBOOT:
-        raise UsageError(f"diskless board number {index} out of range", f"use 1..{MAX_NETBOOT}")
-    address = str(SUBNET.network_address + FIRST_NETBOOT + index - 1)
-    return BoardPlan(
-        index=index,
-        name=f"nb-{index:02d}",
-        address=address,
-        mac=stable_mac(address),
-        tap=f"nrnb{index}",
-        serial=f"{0x4E420000 + index:08x}",
-    )
+    plan = _plan(index, "diskless board", "nb", FIRST_NETBOOT, MAX_NETBOOT, "nrnb")
+    return replace(plan, serial=f"{0x4E420000 + index:08x}")
 
 
 def make_plan(

@@ -363,37 +363,40 @@ def up(
         return plan
 
 
+_Found = tuple[str, str, str, int | None, float | None]  # name, role, address, pid, RSS MiB
+
+
+def _found_boards(
+    lab_dir: Path,
+    role: str,
+    planned: int,
+    prefix: str,
+    plan: Callable[[int], BoardPlan],
+    running_pid: Callable[[BoardFiles], int | None],
+) -> list[_Found]:
+    """The boards of one kind a status lists: the planned ones, and any beyond still running."""
+    seen = {b.name: b for b in _existing_boards(lab_dir, prefix)}
+    for i in range(1, planned + 1):
+        seen.setdefault(plan(i).name, plan(i))
+    found: list[_Found] = []
+    for board in sorted(seen.values(), key=lambda b: b.index):
+        pid = running_pid(BoardFiles(board.dir(lab_dir)))
+        if pid is None and board.index > planned:
+            continue
+        rss = supervise.rss_kib(pid) if pid else None
+        found.append((board.name, role, board.address, pid, round(rss / 1024, 1) if rss else None))
+    return found
+
+
 def status() -> state.LabStatus:
     """What is running now, from pidfiles and the container, with an SSH banner probe each."""
     lab_dir = paths.lab_dir()
     saved = state.load(lab_dir / "state.json")
     planned = int(saved.get("boards") or 0)
-    found: list[tuple[str, str, str, int | None, float | None]] = []
-    spid = server.running_pid()
-    found.append((SERVER_NAME, "server", SERVER_ADDRESS, spid, None))
-    seen = {b.name: b for b in _existing_boards(lab_dir)}
-    for i in range(1, planned + 1):
-        seen.setdefault(board_plan(i).name, board_plan(i))
-    for board in sorted(seen.values(), key=lambda b: b.index):
-        pid = boards.running_pid(BoardFiles(board.dir(lab_dir)))
-        if pid is None and board.index > planned:
-            continue
-        rss = supervise.rss_kib(pid) if pid else None
-        found.append(
-            (board.name, "board", board.address, pid, round(rss / 1024, 1) if rss else None)
-        )
+    found: list[_Found] = [(SERVER_NAME, "server", SERVER_ADDRESS, server.running_pid(), None)]
+    found += _found_boards(lab_dir, "board", planned, "pi-", board_plan, boards.running_pid)
     netboot = int(saved.get("netboot") or 0)
-    diskless_seen = {b.name: b for b in _existing_boards(lab_dir, "nb-")}
-    for i in range(1, netboot + 1):
-        diskless_seen.setdefault(netboot_plan(i).name, netboot_plan(i))
-    for board in sorted(diskless_seen.values(), key=lambda b: b.index):
-        pid = diskless.running_pid(BoardFiles(board.dir(lab_dir)))
-        if pid is None and board.index > netboot:
-            continue
-        rss = supervise.rss_kib(pid) if pid else None
-        found.append(
-            (board.name, "diskless", board.address, pid, round(rss / 1024, 1) if rss else None)
-        )
+    found += _found_boards(lab_dir, "diskless", netboot, "nb-", netboot_plan, diskless.running_pid)
     # Probe every host at once: a busy emulated board can take seconds to answer.
     with ThreadPoolExecutor(max_workers=len(found)) as pool:
         banners = list(pool.map(lambda f: f[3] is not None and ready.ssh_banner(f[2]), found))

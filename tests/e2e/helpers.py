@@ -27,11 +27,12 @@ def netroot_json(inventory: Path, *args: str, codes: tuple[int, ...] = (0,)) -> 
     return json.loads(proc.stdout)
 
 
-def variant_image(tag: str, stamp: str) -> str:
-    """The lab image plus /etc/netroot-stamp (built locally, never pulled)."""
-    ref = f"netroot-lab/raspbian:{tag}"
+def variant_image(tag: str, stamp: str, base: str = BASE_IMAGE) -> str:
+    """`base` (the lab image) plus /etc/netroot-stamp, tagged `tag` in the same repository
+    (built locally, never pulled)."""
+    ref = f"{base.rpartition(':')[0]}:{tag}"
     with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, "Dockerfile").write_text(f"FROM {BASE_IMAGE}\nCOPY stamp /etc/netroot-stamp\n")
+        Path(tmp, "Dockerfile").write_text(f"FROM {base}\nCOPY stamp /etc/netroot-stamp\n")
         Path(tmp, "stamp").write_text(stamp + "\n")
         subprocess.run(
             ["docker", "build", "--pull=false", "--platform", "linux/arm/v7", "-q", "-t", ref, tmp],

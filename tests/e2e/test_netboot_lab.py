@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import LAB_BOARDS, LabHandle
-from tests.e2e.helpers import BASE_IMAGE, export, netroot
+from tests.e2e.helpers import BASE_IMAGE, export, netroot, variant_image
 
 pytestmark = pytest.mark.e2e
 
@@ -34,20 +33,6 @@ FAST = ("--qpu", "skip", "--yes")
 
 def _report(msg: str) -> None:
     print(f"[lab] {msg}", flush=True)
-
-
-def _variant(tag: str, stamp: str) -> str:
-    """The netboot image plus /etc/netroot-stamp: another version (built locally, no pull)."""
-    ref = f"netroot-lab/raspbian-netboot:{tag}"
-    with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, "Dockerfile").write_text(f"FROM {IMAGE}\nCOPY stamp /etc/netroot-stamp\n")
-        Path(tmp, "stamp").write_text(stamp + "\n")
-        subprocess.run(
-            ["docker", "build", "--pull=false", "--platform", "linux/arm/v7", "-q", "-t", ref, tmp],
-            check=True,
-            capture_output=True,
-        )
-    return ref
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +94,7 @@ def test_diskless_board_boots_its_version_and_smokes_green(lab: LabHandle, inv: 
 def test_rollout_moves_it_by_a_reboot_and_rollback_moves_it_back(lab: LabHandle, inv: Path) -> None:
     before = _booted(inv)["mounted"]
     boot_id = _ssh(lab, inv, "cat /proc/sys/kernel/random/boot_id")
-    rc, result = _rollout(inv, _variant("e2e-nb-b", "b"))
+    rc, result = _rollout(inv, variant_image("e2e-nb-b", "b", base=IMAGE))
     assert rc == 0, result
     after = result["boards"][0]["version"]
     assert after != before and result["boards"][0]["outcome"] == "ok"

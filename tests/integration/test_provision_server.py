@@ -107,6 +107,24 @@ def _run(inventory: Path, targets: list[str], **kw: Any) -> ProvisionResult:
     return result
 
 
+def _ganesha_inventory(host: NetnsHost, tmp: Path) -> tuple[Path, Path]:
+    """The ganesha backend run by its control script, over a hand-written config."""
+    conf = tmp / "ganesha.conf"
+    conf.write_text(HAND_WRITTEN_GANESHA)
+    inventory = _inventory(
+        host,
+        tmp,
+        {
+            "netroot_nfs_backend": "ganesha",
+            "netroot_nfs_server_ganesha_conf": str(conf),
+            "netroot_nfs_server_ganesha_pidfile": str(host.workdir / "ganesha.pid"),
+            "netroot_nfs_server_ganesha_log": str(tmp / "ganesha.log"),
+            "netroot_nfs_server_ganesha_service": "script",
+        },
+    )
+    return conf, inventory
+
+
 def _nfs_ls(url: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["nfs-ls", url], capture_output=True, text=True, timeout=60)
 
@@ -115,19 +133,7 @@ def _nfs_ls(url: str) -> subprocess.CompletedProcess[str]:
 def test_ganesha_exports_only_to_listed_boards_and_is_idempotent(
     host: NetnsHost, tmp_path: Path
 ) -> None:
-    conf = tmp_path / "ganesha.conf"
-    conf.write_text(HAND_WRITTEN_GANESHA)
-    inventory = _inventory(
-        host,
-        tmp_path,
-        {
-            "netroot_nfs_backend": "ganesha",
-            "netroot_nfs_server_ganesha_conf": str(conf),
-            "netroot_nfs_server_ganesha_pidfile": str(host.workdir / "ganesha.pid"),
-            "netroot_nfs_server_ganesha_log": str(tmp_path / "ganesha.log"),
-            "netroot_nfs_server_ganesha_service": "script",
-        },
-    )
+    conf, inventory = _ganesha_inventory(host, tmp_path)
     first = _run(inventory, ["nfs-t"])
     assert first.exit_code == Exit.OK, first.as_dict()
     assert first.summary.hosts["nfs-t"].changed > 0
@@ -169,19 +175,7 @@ def _configured(result: ProvisionResult, events: list[dict[str, Any]]) -> bool:
 def test_an_unchanged_server_is_not_configured_again(host: NetnsHost, tmp_path: Path) -> None:
     """The stamp skips configuring only a server whose inputs, files and services are as the
     last successful run left them; anything else configures it again."""
-    conf = tmp_path / "ganesha.conf"
-    conf.write_text(HAND_WRITTEN_GANESHA)
-    inventory = _inventory(
-        host,
-        tmp_path,
-        {
-            "netroot_nfs_backend": "ganesha",
-            "netroot_nfs_server_ganesha_conf": str(conf),
-            "netroot_nfs_server_ganesha_pidfile": str(host.workdir / "ganesha.pid"),
-            "netroot_nfs_server_ganesha_log": str(tmp_path / "ganesha.log"),
-            "netroot_nfs_server_ganesha_service": "script",
-        },
-    )
+    conf, inventory = _ganesha_inventory(host, tmp_path)
     stamp = tmp_path / "nfs-server.state"
     control = tmp_path / "bin" / "netroot-ganesha"
 
