@@ -154,10 +154,11 @@ def arch_of(files: BoardFiles) -> str:
         return "arm64"
 
 
-def running_pid(files: BoardFiles) -> int | None:
-    """The board's qemu PID if that process is alive and is this board's qemu."""
+def running_pid(files: BoardFiles, marker: str | None = None) -> int | None:
+    """The board's qemu PID if that process is alive and is this board's qemu (its command
+    line holds `marker`, default: the board's disk)."""
     pid = supervise.read_pidfile(files.pidfile)
-    if pid is not None and supervise.is_ours(pid, str(files.disk)):
+    if pid is not None and supervise.is_ours(pid, marker or str(files.disk)):
         return pid
     return None
 
@@ -180,8 +181,8 @@ def stop(files: BoardFiles, marker: str | None = None) -> bool:
     """Stop the board's qemu by PID (after asking it to quit if its monitor answers); only a
     process whose command line holds `marker` (default: the board's disk) is ours to stop."""
     marker = marker or str(files.disk)
-    pid = supervise.read_pidfile(files.pidfile)
-    if pid is None or not supervise.is_ours(pid, marker):
+    pid = running_pid(files, marker)
+    if pid is None:
         files.pidfile.unlink(missing_ok=True)
         return False
     with contextlib.suppress(OSError, TimeoutError):

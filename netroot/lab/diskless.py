@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from netroot.errors import EnvironmentMissing, NetrootError
-from netroot.lab import boards, network, supervise
+from netroot.lab import boards, network
 from netroot.lab.boards import MEMORY_MIB, QEMU_HINT, BoardFiles
 from netroot.lab.plan import BoardPlan
 from netroot.run import run
@@ -41,11 +41,9 @@ def qemu_argv(board: BoardPlan, files: BoardFiles, firmware: Path = UBOOT) -> li
 
 
 def running_pid(files: BoardFiles) -> int | None:
-    """The board's qemu PID if that process is alive and is this board's qemu."""
-    pid = supervise.read_pidfile(files.pidfile)
-    if pid is not None and supervise.is_ours(pid, str(files.pidfile)):
-        return pid
-    return None
+    """The board's qemu PID if that process is alive and is this board's qemu (no disk: its
+    pidfile names it)."""
+    return boards.running_pid(files, marker=str(files.pidfile))
 
 
 def start(board: BoardPlan, files: BoardFiles, firmware: Path = UBOOT) -> int:

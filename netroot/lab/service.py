@@ -143,24 +143,36 @@ def _host_key(path: Path, name: str) -> tuple[bytes, bytes, str]:
     return path.read_bytes(), (pub + "\n").encode(), pub
 
 
-def _board_seed(board: BoardPlan, files: BoardFiles, client_pub: str) -> bytes:
+def _board_identity(
+    board: BoardPlan, files: BoardFiles, client_pub: str
+) -> dict[str, tuple[bytes, int]]:
+    """What every lab board's seed holds: /etc/hosts, its SSH host key, and the lab's key for
+    `pi` (passwordless sudo)."""
     priv, pub, _ = _host_key(files.host_key, board.name)
+    hosts = f"127.0.0.1 localhost\n127.0.1.1 {board.name}\n{SERVER_ADDRESS} {SERVER_NAME}\n"
+    return {
+        "etc/hosts": (hosts.encode(), 0o644),
+        "etc/ssh/ssh_host_ed25519_key": (priv, 0o600),
+        "etc/ssh/ssh_host_ed25519_key.pub": (pub, 0o644),
+        f"home/{BOARD_USER}/.ssh/authorized_keys": ((client_pub + "\n").encode(), 0o600),
+    }
+
+
+def _board_seed(board: BoardPlan, files: BoardFiles, client_pub: str) -> bytes:
+    identity = _board_identity(board, files, client_pub)
     machine_id = files.dir / "machine-id"
     if not machine_id.exists():  # the board's own identity, stable across restarts
         machine_id.write_text(secrets.token_hex(16) + "\n")
-    hosts = f"127.0.0.1 localhost\n127.0.1.1 {board.name}\n{SERVER_ADDRESS} {SERVER_NAME}\n"
-    authorized = ((client_pub + "\n").encode(), 0o600)
-    # The lab's key logs in as `pi` (passwordless sudo) and as `student` (sudo asks for a
-    # password: the preflight's case); root's key is there too, but sshd refuses root.
+    # The lab's key logs in as `pi` and as `student` (sudo asks for a password: the
+    # preflight's case); root's key is there too, but sshd refuses root.
     return disk.seed_tar(
         {
+            **identity,
             "etc/hostname": (f"{board.name}\n".encode(), 0o644),
-            "etc/hosts": (hosts.encode(), 0o644),
             "etc/machine-id": (machine_id.read_bytes(), 0o444),
-            "etc/ssh/ssh_host_ed25519_key": (priv, 0o600),
-            "etc/ssh/ssh_host_ed25519_key.pub": (pub, 0o644),
-            f"home/{BOARD_USER}/.ssh/authorized_keys": authorized,
-            f"home/{NOSUDO_USER}/.ssh/authorized_keys": authorized,
+            f"home/{NOSUDO_USER}/.ssh/authorized_keys": identity[
+                f"home/{BOARD_USER}/.ssh/authorized_keys"
+            ],
         },
         {f"home/{BOARD_USER}/.ssh": 1000, f"home/{NOSUDO_USER}/.ssh": 1001},
     )
@@ -175,20 +187,9 @@ def _netboot_seeds(plan: LabPlan, client_pub: str) -> bytes:
     lab network could read a board's host key. The lab network holds only the lab's machines.
     """
     seeds: dict[str, bytes] = {}
-    authorized = ((client_pub + "\n").encode(), 0o600)
     for board in plan.netboot:
-        files = BoardFiles(board.dir(plan.lab_dir))
-        priv, pub, _ = _host_key(files.host_key, board.name)
-        hosts = f"127.0.0.1 localhost\n127.0.1.1 {board.name}\n{SERVER_ADDRESS} {SERVER_NAME}\n"
-        seed = disk.seed_tar(
-            {
-                "etc/hosts": (hosts.encode(), 0o644),
-                "etc/ssh/ssh_host_ed25519_key": (priv, 0o600),
-                "etc/ssh/ssh_host_ed25519_key.pub": (pub, 0o644),
-                f"home/{BOARD_USER}/.ssh/authorized_keys": authorized,
-            },
-            {f"home/{BOARD_USER}/.ssh": 1000},
-        )
+        identity = _board_identity(board, BoardFiles(board.dir(plan.lab_dir)), client_pub)
+        seed = disk.seed_tar(identity, {f"home/{BOARD_USER}/.ssh": 1000})
         seeds[f"01-{board.mac.replace(':', '-')}.tar"] = seed
     return disk.files_tar(f"{TFTP_ROOT.strip('/')}/seeds", seeds)
 
@@ -238,9 +239,13 @@ def power_cycle_command() -> list[str]:
     return ["env", home, sys.executable, "-m", "netroot", "lab", "power-cycle"]
 
 
+# Each kind of board by its name's prefix: how board N of that kind is planned.
+_PLANS: dict[str, Callable[[int], BoardPlan]] = {"pi-": board_plan, "nb-": netboot_plan}
+
+
 def _existing_boards(lab_dir: Path, prefix: str = "pi-") -> list[BoardPlan]:
     """Boards with a directory in the lab (pi-NN; nb-NN: the diskless ones)."""
-    make = netboot_plan if prefix == "nb-" else board_plan
+    make = _PLANS[prefix]
     found = []
     for d in sorted((lab_dir / "boards").glob(f"{prefix}*")):
         try:
@@ -371,13 +376,13 @@ def _found_boards(
     role: str,
     planned: int,
     prefix: str,
-    plan: Callable[[int], BoardPlan],
     running_pid: Callable[[BoardFiles], int | None],
 ) -> list[_Found]:
     """The boards of one kind a status lists: the planned ones, and any beyond still running."""
     seen = {b.name: b for b in _existing_boards(lab_dir, prefix)}
     for i in range(1, planned + 1):
-        seen.setdefault(plan(i).name, plan(i))
+        board = _PLANS[prefix](i)
+        seen.setdefault(board.name, board)
     found: list[_Found] = []
     for board in sorted(seen.values(), key=lambda b: b.index):
         pid = running_pid(BoardFiles(board.dir(lab_dir)))
@@ -394,9 +399,9 @@ def status() -> state.LabStatus:
     saved = state.load(lab_dir / "state.json")
     planned = int(saved.get("boards") or 0)
     found: list[_Found] = [(SERVER_NAME, "server", SERVER_ADDRESS, server.running_pid(), None)]
-    found += _found_boards(lab_dir, "board", planned, "pi-", board_plan, boards.running_pid)
+    found += _found_boards(lab_dir, "board", planned, "pi-", boards.running_pid)
     netboot = int(saved.get("netboot") or 0)
-    found += _found_boards(lab_dir, "diskless", netboot, "nb-", netboot_plan, diskless.running_pid)
+    found += _found_boards(lab_dir, "diskless", netboot, "nb-", diskless.running_pid)
     # Probe every host at once: a busy emulated board can take seconds to answer.
     with ThreadPoolExecutor(max_workers=len(found)) as pool:
         banners = list(pool.map(lambda f: f[3] is not None and ready.ssh_banner(f[2]), found))
