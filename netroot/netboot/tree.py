@@ -14,7 +14,8 @@ the old directory or the new one, never a mix. The hash in a board directory's n
 cmdline, so a new cmdline for the same version is a new directory too.
 
 A version whose boot files hold `vmlinuz` (the lab's QEMU boards, booted by U-Boot: see
-netroot.netboot.uboot) gets, per board, `<serial>/pxelinux.cfg/default` with the same cmdline,
+netroot.netboot.uboot) gets, per board, `<serial>/pxelinux.cfg/01-<mac>` (`default` without a
+MAC) with the same cmdline,
 and the root gets U-Boot's `boot.scr.uimg`; a Pi firmware version needs neither.
 
 Planning (`scan_version`, `plan_tree`, `pending`) only reads; `apply_tree` writes. Standard

@@ -4,8 +4,9 @@ Debian's u-boot-qemu (qemu_arm, 2023.01) boots a disk-less `virt` machine throug
 boot target: it takes an address by DHCP, fetches `boot.scr.uimg` from the TFTP root and runs
 it. netroot's script asks DHCP again, for the board's own boot file (dnsmasq names
 `<serial>/pxelinux.0`, which need not exist: U-Boot takes its directory as the prefix of every
-PXE path), then runs `pxe get` + `pxe boot`, which read `<serial>/pxelinux.cfg/default` — the
-board's directory, switched atomically like a Pi's (netroot.netboot.tree).
+PXE path), then runs `pxe get` + `pxe boot`, which read `<serial>/pxelinux.cfg/01-<mac>`
+(`default` for a board whose MAC is not known) — the board's directory, switched atomically
+like a Pi's (netroot.netboot.tree).
 """
 
 from __future__ import annotations
