@@ -24,19 +24,18 @@ BUILTIN_CHECKS = Path(__file__).resolve().parent / "checks" / "test_netroot_buil
 QpuRunner = Callable[[Session, Board, str], tuple[list[CheckResult], dict[str, Any]]]
 
 
-def _probe(board: Board) -> BoardReport:
+def _probe(board: Board, session: Session) -> BoardReport:
     """Reachable, root through become, and provisioned: one round trip (the become check rides
     on it; a user whose sudo wants a password raises BecomeRefused, one line)."""
     report = BoardReport(board.name)
-    target = target_for(board.host)
+    target = session.target
     problem = become_problem(target, None, "")
     if problem:
         raise BecomeRefused(target, problem)
     # A netboot board runs its version as its root: nothing to find but root itself.
     probe = "true" if board.netboot else "test -x /usr/local/sbin/netroot-chroot"
     try:
-        with Session(target) as session:
-            res = session.run_privileged(probe, timeout=60)
+        res = session.run_privileged(probe, timeout=60)
         stderr = res.stderr.decode(errors="replace")
         if target.sudo and res.rc != 0 and stderr.startswith("sudo:"):
             raise BecomeRefused(target, become_problem(target, res.rc, stderr) or stderr)
@@ -123,16 +122,19 @@ def _run_checks(
 
 
 def _run_qpu(
-    board: Board, report: BoardReport, qpu_mode: str, qpu_runner: QpuRunner | None
+    board: Board,
+    session: Session,
+    report: BoardReport,
+    qpu_mode: str,
+    qpu_runner: QpuRunner | None,
 ) -> None:
     mode = "require" if (qpu_mode == "auto" and board.qpu) else qpu_mode
     report.qpu_mode = mode
     if mode == "skip" or qpu_runner is None:
         return
     try:
-        with Session(target_for(board.host)) as session:
-            checks, report.qpu_summary = qpu_runner(session, board, mode)
-            report.checks.extend(checks)
+        checks, report.qpu_summary = qpu_runner(session, board, mode)
+        report.checks.extend(checks)
     except Unreachable as exc:
         report.reachable, report.error = False, exc.message
 
@@ -159,17 +161,27 @@ def run_smoke(
         raise UsageError(f"--checks {checks_dir}: not a directory of testinfra test files")
     if not boards:
         return SmokeReport([])
-    with ThreadPoolExecutor(max_workers=max(1, min(8, len(boards)))) as pool:
-        reports = list(pool.map(_probe, boards))
-        ready = [(b, r) for b, r in zip(boards, reports, strict=True) if r.status == "pass"]
-        if not ready:
-            return SmokeReport(reports)
-        checked = _run_checks(inv, [b for b, _ in ready], checks_dir, expected or {}, log)
-        for board, report in ready:
-            report.checks.extend(checked[board.name])
-        runs = [pool.submit(_run_qpu, b, r, qpu_mode, qpu_runner) for b, r in ready]
-        for run in runs:
-            run.result()
+    # One SSH connection per board for the probe and the QPU program (a new connection costs
+    # a key exchange and a login on the board); the checks run in their own process.
+    sessions = {b.name: Session(target_for(b.host)) for b in boards}
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(boards)))) as pool:
+            reports = list(pool.map(lambda b: _probe(b, sessions[b.name]), boards))
+            ready = [(b, r) for b, r in zip(boards, reports, strict=True) if r.status == "pass"]
+            if not ready:
+                return SmokeReport(reports)
+            checked = _run_checks(inv, [b for b, _ in ready], checks_dir, expected or {}, log)
+            for board, report in ready:
+                report.checks.extend(checked[board.name])
+            runs = [
+                pool.submit(_run_qpu, b, sessions[b.name], r, qpu_mode, qpu_runner)
+                for b, r in ready
+            ]
+            for run in runs:
+                run.result()
+    finally:
+        for session in sessions.values():
+            session.close()
     return SmokeReport(reports)
 
 

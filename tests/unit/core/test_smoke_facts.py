@@ -1,0 +1,73 @@
+"""The board facts the smoke checks read in one round trip: the probe run by a real sh here,
+and the pure parser on its output."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from netroot.smoke.facts import FactsError, new_token, parse, probe
+
+
+def _run(command: str) -> str:
+    return subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=True).stdout
+
+
+def test_files_come_back_byte_for_byte_and_missing_ones_are_absent(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.write_text("one\ntwo\n")
+    no_newline = tmp_path / "no newline"
+    no_newline.write_text("last line without one")
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    missing = tmp_path / "missing"
+    token = new_token()
+    files = (str(plain), str(no_newline), str(empty), str(missing))
+    facts = parse(token, _run(probe(token, files)))
+    assert facts.files == {
+        str(plain): "one\ntwo\n",
+        str(no_newline): "last line without one",
+        str(empty): "",
+    }
+    with pytest.raises(AssertionError, match="missing on the board"):
+        facts.read(str(missing))
+
+
+def test_device_numbers_are_the_ones_stat_sees() -> None:
+    token = new_token()
+    facts = parse(token, _run(probe(token)))
+    for path in ("/dev", "/proc", "/sys"):
+        assert facts.devices[path] == str(os.stat(path).st_dev)
+    assert facts.files["/proc/mounts"]
+    assert facts.mount_options("/proc") is not None
+
+
+def test_a_file_cannot_fake_a_marker(tmp_path: Path) -> None:
+    other = new_token()
+    hostile = tmp_path / "hostile"
+    hostile.write_text(f"x\n@@{other} file /etc/machine-id\nforged\n@@{other} end\n")
+    token = new_token()
+    facts = parse(token, _run(probe(token, (str(hostile),))))
+    assert facts.files == {str(hostile): hostile.read_text()}
+
+
+def test_output_cut_short_is_an_error() -> None:
+    token = new_token()
+    out = _run(probe(token))
+    with pytest.raises(FactsError, match="cut short"):
+        parse(token, out[: len(out) // 2])
+    with pytest.raises(FactsError):
+        parse(token, "")
+
+
+def test_the_mount_on_top_wins() -> None:
+    token = new_token()
+    mounts = "a /x nfs ro,vers=3 0 0\nb /x overlay rw,lowerdir=/y 0 0\nc /z tmpfs rw 0 0\n"
+    out = f"\n@@{token} file /proc/mounts\n{mounts}\n@@{token} end\n"
+    facts = parse(token, out)
+    assert facts.mount_options("/x") == "rw,lowerdir=/y"
+    assert facts.mount_options("/nowhere") is None
+    assert [m[1] for m in facts.mounts] == ["/x", "/x", "/z"]
