@@ -69,6 +69,20 @@ def become_problem(target: SshTarget, sudo_rc: int | None, sudo_stderr: str) -> 
     )
 
 
+def sudo_refused(target: SshTarget, rc: int, stderr: str) -> str | None:
+    """Why sudo refused a privileged command that exited `rc` (pure); None when the login is
+    root, or sudo ran the command (whatever the command itself then did).
+
+    sudo's own refusals are its messages ("sudo: a password is required") or a missing sudo.
+    """
+    if not target.sudo or rc == 0:
+        return None
+    first = (stderr.strip().splitlines() or [""])[0]
+    if first.startswith("sudo:") or (rc == 127 and "sudo" in first):
+        return become_problem(target, rc, stderr)
+    return None
+
+
 def check_privileges(targets: Sequence[SshTarget], proven: Collection[str] = ()) -> None:
     """Raise BecomeRefused for the first host whose user cannot become root without a password.
 

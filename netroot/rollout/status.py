@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from netroot.adapters.ssh import Session, Unreachable, become_problem
+from netroot.adapters.ssh import Session, Unreachable, sudo_refused
 from netroot.inventory import Board
 from netroot.rollout.desired import Desired
 from netroot.rollout.state import State
@@ -90,8 +90,9 @@ def observe(board: Board) -> tuple[BoardFacts | None, str]:
         with Session(target_for(board.host), connect_timeout=10) as session:
             res = session.run_privileged(PROBE, timeout=60)
         stderr = res.stderr.decode(errors="replace")
-        if session.target.sudo and res.rc != 0:  # PROBE itself exits 0: sudo -n refused
-            return None, become_problem(session.target, res.rc, stderr) or stderr
+        refused = sudo_refused(session.target, res.rc, stderr)
+        if refused:
+            return None, refused
         return parse_probe(res.stdout.decode(errors="replace"), board.netboot), ""
     except Unreachable as exc:
         return None, exc.message

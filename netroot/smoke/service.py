@@ -12,7 +12,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from netroot.adapters.ssh import BecomeRefused, Session, Unreachable, become_problem
+from netroot.adapters.ssh import (
+    BecomeRefused,
+    Session,
+    Unreachable,
+    become_problem,
+    sudo_refused,
+)
 from netroot.errors import UsageError
 from netroot.inventory import Board, Inventory
 from netroot.qpu.modes import MODES as QPU_MODES
@@ -36,9 +42,9 @@ def _probe(board: Board, session: Session) -> BoardReport:
     probe = "true" if board.netboot else "test -x /usr/local/sbin/netroot-chroot"
     try:
         res = session.run_privileged(probe, timeout=60)
-        stderr = res.stderr.decode(errors="replace")
-        if target.sudo and res.rc != 0 and stderr.startswith("sudo:"):
-            raise BecomeRefused(target, become_problem(target, res.rc, stderr) or stderr)
+        refused = sudo_refused(target, res.rc, res.stderr.decode(errors="replace"))
+        if refused:
+            raise BecomeRefused(target, refused)
         if res.rc != 0 and not board.netboot:
             report.checks.append(
                 CheckResult(

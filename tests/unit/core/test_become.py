@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from netroot.adapters.ssh import BecomeRefused, become_problem, check_privileges
+from netroot.adapters.ssh import BecomeRefused, become_problem, check_privileges, sudo_refused
 from netroot.errors import UsageError
 from netroot.inventory import Host
 from netroot.sshtarget import SshTarget, target_for
@@ -59,6 +59,20 @@ def test_sudo_asking_for_a_password_is_one_line_naming_user_and_remedy() -> None
     assert "student@10.0.0.5" in problem and "a password is required" in problem
     assert "NOPASSWD" in problem
     assert become_problem(t, 0, "") is None
+
+
+def test_a_refusal_is_told_from_the_command_failing_by_sudos_own_words() -> None:
+    t = _target(ansible_user="pi", ansible_become=True)
+    refused = sudo_refused(t, 1, "sudo: a password is required\n")
+    assert refused is not None and "pi@10.0.0.5 cannot sudo without a password" in refused
+    missing = sudo_refused(t, 127, "bash: line 1: sudo: command not found\n")
+    assert missing is not None and "command not found" in missing
+    # sudo ran it; the command itself failed (smoke's `test -x`): not a refusal
+    assert sudo_refused(t, 1, "") is None
+    assert sudo_refused(t, 2, "cat: /etc/x: No such file or directory\n") is None
+    assert sudo_refused(t, 0, "sudo: unable to resolve host pi-01\n") is None
+    # root logins have no sudo to refuse them
+    assert sudo_refused(_target(ansible_user="root"), 1, "sudo: a password is required") is None
 
 
 def test_other_become_methods_and_bad_booleans_are_usage_errors() -> None:
