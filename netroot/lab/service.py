@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import secrets
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -24,12 +23,11 @@ from netroot.lab import (
     doctor,
     images,
     kernel,
-    keys,
     netboot_image,
     network,
     ready,
     recipes,
-    render,
+    seeds,
     server,
     state,
     supervise,
@@ -39,13 +37,11 @@ from netroot.lab.boards import BoardFiles
 from netroot.lab.plan import (
     BOARD_USER,
     NETNS,
-    NOSUDO_USER,
     RASPBIAN_IMAGE,
     SERVER_ADDRESS,
     SERVER_CONTAINER,
     SERVER_IMAGE,
     SERVER_NAME,
-    TFTP_ROOT,
     BoardPlan,
     LabPlan,
     board_plan,
@@ -57,12 +53,6 @@ from netroot.run import run
 
 Report = Callable[[str], None]
 READY_TIMEOUT = 600.0  # a cold first boot under TCG on a busy 2-core machine
-
-SSHD_CONF = (
-    b"# netroot lab: key-only root login with the lab's key; the host key comes from the lab.\n"
-    b"HostKey /etc/ssh/ssh_host_ed25519_key\nPermitRootLogin prohibit-password\n"
-    b"PasswordAuthentication no\nKbdInteractiveAuthentication no\nUseDNS no\n"
-)
 
 
 @contextmanager
@@ -138,101 +128,6 @@ def build_artifacts(
     return kern, initrd, base
 
 
-def _host_key(path: Path, name: str) -> tuple[bytes, bytes, str]:
-    pub = keys.ensure_key(path, f"root@{name}")
-    return path.read_bytes(), (pub + "\n").encode(), pub
-
-
-def _board_identity(
-    board: BoardPlan, files: BoardFiles, client_pub: str
-) -> dict[str, tuple[bytes, int]]:
-    """What every lab board's seed holds: /etc/hosts, its SSH host key, and the lab's key for
-    `pi` (passwordless sudo)."""
-    priv, pub, _ = _host_key(files.host_key, board.name)
-    hosts = f"127.0.0.1 localhost\n127.0.1.1 {board.name}\n{SERVER_ADDRESS} {SERVER_NAME}\n"
-    return {
-        "etc/hosts": (hosts.encode(), 0o644),
-        "etc/ssh/ssh_host_ed25519_key": (priv, 0o600),
-        "etc/ssh/ssh_host_ed25519_key.pub": (pub, 0o644),
-        f"home/{BOARD_USER}/.ssh/authorized_keys": ((client_pub + "\n").encode(), 0o600),
-    }
-
-
-def _board_seed(board: BoardPlan, files: BoardFiles, client_pub: str) -> bytes:
-    identity = _board_identity(board, files, client_pub)
-    machine_id = files.dir / "machine-id"
-    if not machine_id.exists():  # the board's own identity, stable across restarts
-        machine_id.write_text(secrets.token_hex(16) + "\n")
-    # The lab's key logs in as `pi` and as `student` (sudo asks for a password: the
-    # preflight's case); root's key is there too, but sshd refuses root.
-    return disk.seed_tar(
-        {
-            **identity,
-            "etc/hostname": (f"{board.name}\n".encode(), 0o644),
-            "etc/machine-id": (machine_id.read_bytes(), 0o444),
-            f"home/{NOSUDO_USER}/.ssh/authorized_keys": identity[
-                f"home/{BOARD_USER}/.ssh/authorized_keys"
-            ],
-        },
-        {f"home/{BOARD_USER}/.ssh": 1000, f"home/{NOSUDO_USER}/.ssh": 1001},
-    )
-
-
-def _netboot_seeds(plan: LabPlan, client_pub: str) -> bytes:
-    """The diskless boards' seeds as files of the server's TFTP root: seeds/01-<mac>.tar.
-
-    A diskless board has no disk to carry its SSH host key and authorized_keys, so its initramfs
-    fetches them over TFTP (images/board/netboot-init), as the lab's stand-in for what a site
-    bakes into its image or provisions otherwise. TFTP has no access control: anything on the
-    lab network could read a board's host key. The lab network holds only the lab's machines.
-    """
-    seeds: dict[str, bytes] = {}
-    for board in plan.netboot:
-        identity = _board_identity(board, BoardFiles(board.dir(plan.lab_dir)), client_pub)
-        seed = disk.seed_tar(identity, {f"home/{BOARD_USER}/.ssh": 1000})
-        seeds[f"01-{board.mac.replace(':', '-')}.tar"] = seed
-    return disk.files_tar(f"{TFTP_ROOT.strip('/')}/seeds", seeds)
-
-
-def _server_seed(plan: LabPlan, client_pub: str) -> bytes:
-    priv, pub, _ = _host_key(plan.server_dir / "ssh_host_ed25519_key", SERVER_NAME)
-    return disk.seed_tar(
-        {
-            "etc/ssh/ssh_host_ed25519_key": (priv, 0o600),
-            "etc/ssh/ssh_host_ed25519_key.pub": (pub, 0o644),
-            "etc/ssh/sshd_config.d/10-netroot-lab.conf": (SSHD_CONF, 0o644),
-            "root/.ssh/authorized_keys": ((client_pub + "\n").encode(), 0o600),
-        }
-    )
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    # Other processes (Ansible, tests) may be reading these while a second `up` runs.
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.rename(path)
-
-
-def _write_identity(plan: LabPlan) -> str:
-    """The lab's client key, every host's key, known_hosts and the inventory."""
-    client_pub = keys.ensure_key(plan.key, "netroot-lab")
-    host_keys = {
-        SERVER_NAME: (
-            SERVER_ADDRESS,
-            _host_key(plan.server_dir / "ssh_host_ed25519_key", SERVER_NAME)[2],
-        )
-    }
-    for board in plan.all_boards:
-        files = BoardFiles(board.dir(plan.lab_dir))
-        files.dir.mkdir(parents=True, exist_ok=True)
-        host_keys[board.name] = (board.address, _host_key(files.host_key, board.name)[2])
-    _atomic_write(plan.known_hosts, render.known_hosts(host_keys))
-    inv = paths.lab_inventory()
-    inv.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(inv, render.inventory_yaml(plan, power_cycle_command()))
-    return client_pub
-
-
 def power_cycle_command() -> list[str]:
     """How Ansible, on this host, power-cycles a diskless board of this lab (name appended)."""
     home = f"NETROOT_HOME={paths.state_dir()}"
@@ -268,7 +163,7 @@ def _prepare_diskless(plan: LabPlan, client_pub: str, report: Report) -> None:
             report(f"stopped {extra.name} (not in a lab of {len(plan.netboot)} diskless)")
     if not plan.netboot:
         return
-    server.copy_in(_netboot_seeds(plan, client_pub))
+    server.copy_in(seeds.netboot_seeds(plan, client_pub))
     for board in plan.netboot:
         on = diskless.running_pid(BoardFiles(board.dir(plan.lab_dir))) is not None
         state_ = "running" if on else "powered off until `netroot provision` boots it"
@@ -305,13 +200,13 @@ def up(
             )
         plan.export_root.mkdir(parents=True, exist_ok=True)
         kern, initrd, base = build_artifacts(report, arch, netboot=netboot > 0)
-        client_pub = _write_identity(plan)
+        client_pub = seeds.write_identity(plan, power_cycle_command())
         t0 = time.monotonic()
         network.create(plan)
         state.save(plan.state_file, boards_wanted, plan.export_root, arch.name, netboot)
         if server.running_pid() is None:
             report(f"starting {SERVER_NAME} at {SERVER_ADDRESS}")
-            server.start(plan, _server_seed(plan, client_pub))
+            server.start(plan, seeds.server_seed(plan, client_pub))
         _prepare_diskless(plan, client_pub, report)
         wanted = {b.name for b in plan.boards}
         resumed: list[BoardPlan] = []
@@ -326,7 +221,7 @@ def up(
                 boards.stop(files)
                 report(f"stopped {board.name} (another arch than {arch.name})")
             disk.overlay(base, files.disk, fresh)
-            files.seed.write_bytes(_board_seed(board, files, client_pub))
+            files.seed.write_bytes(seeds.board_seed(board, files, client_pub))
             if boot:
                 files.snapshot_marker.unlink(missing_ok=True)
             if boards.start(board, files, kern.image, initrd, arch):

@@ -1,0 +1,118 @@
+"""What the lab's machines are seeded with: SSH host keys, the lab's client key for `pi` (and
+for root on the server), identities (hostname, machine-id, /etc/hosts); and what the control
+host keeps to reach them: known_hosts and the inventory."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from netroot import paths
+from netroot.fsutil import atomic_write
+from netroot.lab import disk, keys, render
+from netroot.lab.boards import BoardFiles
+from netroot.lab.plan import (
+    BOARD_USER,
+    NOSUDO_USER,
+    SERVER_ADDRESS,
+    SERVER_NAME,
+    TFTP_ROOT,
+    BoardPlan,
+    LabPlan,
+)
+
+SSHD_CONF = (
+    b"# netroot lab: key-only root login with the lab's key; the host key comes from the lab.\n"
+    b"HostKey /etc/ssh/ssh_host_ed25519_key\nPermitRootLogin prohibit-password\n"
+    b"PasswordAuthentication no\nKbdInteractiveAuthentication no\nUseDNS no\n"
+)
+
+
+def _host_key(path: Path, name: str) -> tuple[bytes, bytes, str]:
+    pub = keys.ensure_key(path, f"root@{name}")
+    return path.read_bytes(), (pub + "\n").encode(), pub
+
+
+def _board_identity(
+    board: BoardPlan, files: BoardFiles, client_pub: str
+) -> dict[str, tuple[bytes, int]]:
+    """What every lab board's seed holds: /etc/hosts, its SSH host key, and the lab's key for
+    `pi` (passwordless sudo)."""
+    priv, pub, _ = _host_key(files.host_key, board.name)
+    hosts = f"127.0.0.1 localhost\n127.0.1.1 {board.name}\n{SERVER_ADDRESS} {SERVER_NAME}\n"
+    return {
+        "etc/hosts": (hosts.encode(), 0o644),
+        "etc/ssh/ssh_host_ed25519_key": (priv, 0o600),
+        "etc/ssh/ssh_host_ed25519_key.pub": (pub, 0o644),
+        f"home/{BOARD_USER}/.ssh/authorized_keys": ((client_pub + "\n").encode(), 0o600),
+    }
+
+
+def board_seed(board: BoardPlan, files: BoardFiles, client_pub: str) -> bytes:
+    identity = _board_identity(board, files, client_pub)
+    machine_id = files.dir / "machine-id"
+    if not machine_id.exists():  # the board's own identity, stable across restarts
+        machine_id.write_text(secrets.token_hex(16) + "\n")
+    # The lab's key logs in as `pi` and as `student` (sudo asks for a password: the
+    # preflight's case); root's key is there too, but sshd refuses root.
+    return disk.seed_tar(
+        {
+            **identity,
+            "etc/hostname": (f"{board.name}\n".encode(), 0o644),
+            "etc/machine-id": (machine_id.read_bytes(), 0o444),
+            f"home/{NOSUDO_USER}/.ssh/authorized_keys": identity[
+                f"home/{BOARD_USER}/.ssh/authorized_keys"
+            ],
+        },
+        {f"home/{BOARD_USER}/.ssh": 1000, f"home/{NOSUDO_USER}/.ssh": 1001},
+    )
+
+
+def netboot_seeds(plan: LabPlan, client_pub: str) -> bytes:
+    """The diskless boards' seeds as files of the server's TFTP root: seeds/01-<mac>.tar.
+
+    A diskless board has no disk to carry its SSH host key and authorized_keys, so its initramfs
+    fetches them over TFTP (images/board/netboot-init), as the lab's stand-in for what a site
+    bakes into its image or provisions otherwise. TFTP has no access control: anything on the
+    lab network could read a board's host key. The lab network holds only the lab's machines.
+    """
+    seeds: dict[str, bytes] = {}
+    for board in plan.netboot:
+        identity = _board_identity(board, BoardFiles(board.dir(plan.lab_dir)), client_pub)
+        seed = disk.seed_tar(identity, {f"home/{BOARD_USER}/.ssh": 1000})
+        seeds[f"01-{board.mac.replace(':', '-')}.tar"] = seed
+    return disk.files_tar(f"{TFTP_ROOT.strip('/')}/seeds", seeds)
+
+
+def server_seed(plan: LabPlan, client_pub: str) -> bytes:
+    priv, pub, _ = _host_key(plan.server_dir / "ssh_host_ed25519_key", SERVER_NAME)
+    return disk.seed_tar(
+        {
+            "etc/ssh/ssh_host_ed25519_key": (priv, 0o600),
+            "etc/ssh/ssh_host_ed25519_key.pub": (pub, 0o644),
+            "etc/ssh/sshd_config.d/10-netroot-lab.conf": (SSHD_CONF, 0o644),
+            "root/.ssh/authorized_keys": ((client_pub + "\n").encode(), 0o600),
+        }
+    )
+
+
+def write_identity(plan: LabPlan, power_cycle: list[str]) -> str:
+    """The lab's client key, every host's key, known_hosts and the inventory (whose diskless
+    boards are power-cycled by `power_cycle` + their name); the client's public key."""
+    client_pub = keys.ensure_key(plan.key, "netroot-lab")
+    host_keys = {
+        SERVER_NAME: (
+            SERVER_ADDRESS,
+            _host_key(plan.server_dir / "ssh_host_ed25519_key", SERVER_NAME)[2],
+        )
+    }
+    for board in plan.all_boards:
+        files = BoardFiles(board.dir(plan.lab_dir))
+        files.dir.mkdir(parents=True, exist_ok=True)
+        host_keys[board.name] = (board.address, _host_key(files.host_key, board.name)[2])
+    # Atomic: other processes (Ansible, tests) may be reading these while a second `up` runs.
+    atomic_write(plan.known_hosts, render.known_hosts(host_keys))
+    inv = paths.lab_inventory()
+    inv.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(inv, render.inventory_yaml(plan, power_cycle))
+    return client_pub
