@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from netroot.adapters.ssh import Result
 from netroot.smoke.facts import FactsError, new_token, parse, probe
+from netroot.smoke.plugin import BoardShell
 
 
 def _run(command: str) -> str:
@@ -71,3 +73,40 @@ def test_the_mount_on_top_wins() -> None:
     assert facts.mount_options("/x") == "rw,lowerdir=/y"
     assert facts.mount_options("/nowhere") is None
     assert [m[1] for m in facts.mounts] == ["/x", "/x", "/z"]
+
+
+class _LocalBoard:
+    """A backend whose board is this machine: the probe runs in a real sh here."""
+
+    def __init__(self, cut: bool = False, rc: int | None = None) -> None:
+        self.calls = 0
+        self.cut = cut
+        self.rc = rc
+
+    def run_on_board(self, command: str) -> Result:
+        self.calls += 1
+        if self.rc is not None:
+            return Result(self.rc, b"", b"sudo: a password is required\n")
+        proc = subprocess.run(["sh", "-c", command], capture_output=True, check=False)
+        out = proc.stdout[: len(proc.stdout) // 2] if self.cut else proc.stdout
+        return Result(proc.returncode, out, proc.stderr)
+
+
+def test_the_board_is_read_once_per_smoke_whatever_the_checks_ask() -> None:
+    backend = _LocalBoard()
+    first = BoardShell(backend).facts
+    again = BoardShell(backend).facts  # a later check: a new BoardShell, the same backend
+    assert again is first and backend.calls == 1
+    assert first.read("/proc/cmdline") == Path("/proc/cmdline").read_text().strip()
+
+
+@pytest.mark.parametrize(
+    "backend,message",
+    [
+        (_LocalBoard(rc=1), "rc 1 sudo: a password is required"),
+        (_LocalBoard(cut=True), "cut short"),
+    ],
+)
+def test_a_failed_read_fails_the_check_naming_why(backend: _LocalBoard, message: str) -> None:
+    with pytest.raises(AssertionError, match=message):
+        assert BoardShell(backend).facts is None  # never reached: the read raises
