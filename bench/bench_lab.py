@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
 import time
 from typing import Any
 
+from bench.labcmd import netroot_on_lab
 from netroot import paths
 from netroot.lab import arch, service
 from netroot.lab.plan import RASPBIAN_IMAGE
@@ -43,26 +43,14 @@ def _timed_up(boards: int, boot: bool, kind: arch.BoardArch) -> float:
     return time.monotonic() - t0
 
 
-def _netroot(*args: str) -> float:
-    """Run netroot on the lab's inventory; seconds taken (a failure stops the bench)."""
-    env = {**os.environ, "NETROOT_INVENTORY": str(paths.lab_inventory()), "NO_COLOR": "1"}
-    t0 = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "netroot", *args], env=env, capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"netroot {' '.join(args)}: exit {proc.returncode}\n{proc.stderr}")
-    return time.monotonic() - t0
-
-
 def _one_arch(kind: arch.BoardArch, boards: int) -> dict[str, Any]:
     # A fresh disk per arch: the boards' disks are overlays of that arch's base disk.
     service.down(_quiet, save=False)
     out: dict[str, Any] = {"boot_up_s": round(_timed_up(boards, True, kind), 1)}
     out["rss_mib_after_boot"] = _rss()
-    _netroot("export", RASPBIAN_IMAGE, "--name", "raspbian")
-    out["first_provision_pi01_s"] = round(_netroot("provision", "pi-01"), 1)
-    out["smoke_pi01_s"] = round(_netroot("smoke", "pi-01"), 1)
+    netroot_on_lab("export", RASPBIAN_IMAGE, "--name", "raspbian")
+    out["first_provision_pi01_s"] = round(netroot_on_lab("provision", "pi-01"), 1)
+    out["smoke_pi01_s"] = round(netroot_on_lab("smoke", "pi-01"), 1)
     return out
 
 

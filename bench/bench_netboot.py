@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from bench.labcmd import netroot_on_lab
 from netroot import paths
 from netroot.lab import service
 from netroot.lab.plan import NETBOOT_IMAGE, netboot_plan
@@ -30,14 +29,6 @@ from netroot.lab.ready import ssh_ok
 
 def _quiet(msg: str) -> None:
     print(f"[lab] {msg}", file=sys.stderr, flush=True)
-
-
-def _netroot(*args: str) -> None:
-    env = {**os.environ, "NETROOT_INVENTORY": str(paths.lab_inventory()), "NO_COLOR": "1"}
-    proc = subprocess.run([sys.executable, "-m", "netroot", *args], env=env, check=False,
-                          capture_output=True, text=True)  # fmt: skip
-    if proc.returncode != 0:
-        sys.exit(f"netroot {' '.join(args)}: rc {proc.returncode}\n{proc.stderr[-2000:]}")
 
 
 def _power_on_to_ssh(name: str, timeout: float = 900.0) -> float:
@@ -59,8 +50,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1)
     args = ap.parse_args()
     service.up(0, _quiet, netboot=args.boards)
-    _netroot("export", NETBOOT_IMAGE)
-    _netroot("provision", "lab_netboot")
+    netroot_on_lab("export", NETBOOT_IMAGE)
+    netroot_on_lab("provision", "lab_netboot")
     names = [f"nb-{i:02d}" for i in range(1, args.boards + 1)]
     rounds: list[dict[str, Any]] = []
     for _ in range(args.rounds):

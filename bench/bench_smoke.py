@@ -16,9 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -26,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from bench.labcmd import netroot_on_lab
 from netroot import paths
 from netroot.adapters.ssh import Session
 from netroot.inventory import load
@@ -81,20 +80,9 @@ def _checks(board: str) -> dict[str, Any]:
             plugins=[count],
         )  # fmt: skip
     seconds = time.monotonic() - t0
-    if code not in (0, pytest.ExitCode.OK):
+    if code != pytest.ExitCode.OK:
         raise SystemExit(f"the built-in checks failed on {board} (exit {code}): fix the lab first")
-    return {"checks_s": seconds, "commands": dict(count.sent), "total": sum(count.sent.values())}
-
-
-def _whole_smoke(board: str) -> float:
-    env = {**os.environ, "NETROOT_INVENTORY": str(paths.lab_inventory()), "NO_COLOR": "1"}
-    t0 = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "netroot", "smoke", board], env=env, capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"netroot smoke {board}: exit {proc.returncode}\n{proc.stderr}")
-    return time.monotonic() - t0
+    return {"checks_s": seconds, "commands": dict(count.sent)}
 
 
 def main() -> None:
@@ -104,7 +92,7 @@ def main() -> None:
     args = parser.parse_args()
     base = _baseline(args.board, args.runs)
     checks = _checks(args.board)
-    smoke = statistics.median(_whole_smoke(args.board) for _ in range(args.runs))
+    smoke = statistics.median(netroot_on_lab("smoke", args.board) for _ in range(args.runs))
     trip = base["round_trip_s"]
     out = {
         "board": args.board,
