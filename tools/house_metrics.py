@@ -1,0 +1,183 @@
+"""Structure figures of netroot, read from the code's own imports (stdlib `ast` only).
+
+    python tools/house_metrics.py [--json] [ROOT]
+
+Prints:
+- folder cycles: pairs of rooms (a sub-package of netroot, or a top-level module) that import
+  each other, directly or round a longer loop; lazy imports inside functions count;
+- adapter importers: modules outside ADAPTER_USERS that import netroot.adapters;
+- boot-mode branches: `if`/conditional expressions whose test names the boot mode
+  (`netboot`, `boot_mode`, `_netboot(...)`, or a comparison with "netboot"/"sd"), outside
+  BOOT_MODE_HOME;
+- long modules: netroot modules over MAX_LINES lines.
+
+Exit status 0 always: the figures are for reading.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+MAX_LINES = 400
+# The rooms that may call an adapter: the CLI, the lab, and the adapters themselves. A module
+# of any other room that needs a side effect receives it (a callable, a session) from these.
+ADAPTER_USERS = ("netroot.adapters", "netroot.cli", "netroot.lab")
+BOOT_MODE_HOME = "netroot.bootmode"
+BOOT_WORDS = ("netboot", "boot_mode", "_netboot")
+BOOT_VALUES = ("netboot", "sd")
+
+
+def modules(root: Path) -> dict[str, Path]:
+    """Dotted name -> file, for every module of the netroot package under `root`."""
+    out: dict[str, Path] = {}
+    for path in sorted((root / "netroot").rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The netroot modules `name` imports (anywhere in the file), resolved to known modules."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            found.add(base)
+            found |= {f"{base}.{a.name}" for a in node.names}
+    return {m for m in found if m in known and m != name}
+
+
+def room(module: str) -> str:
+    """netroot.export.writer -> netroot.export; netroot.inventory -> netroot.inventory."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def folder_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected sets of rooms with more than one room (Tarjan)."""
+    rooms: dict[str, set[str]] = {}
+    for mod, deps in graph.items():
+        edges = rooms.setdefault(room(mod), set())
+        edges |= {room(d) for d in deps if room(d) != room(mod)}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(rooms.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(rooms):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def mutual_pairs(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Pairs of rooms that import each other directly."""
+    edges = {(room(m), room(d)) for m, deps in graph.items() for d in deps}
+    return sorted((a, b) for a, b in edges if a < b and (b, a) in edges)
+
+
+def _names_boot_mode(test: ast.AST) -> bool:
+    for node in ast.walk(test):
+        if isinstance(node, ast.Attribute) and node.attr in BOOT_WORDS:
+            return True
+        if isinstance(node, ast.Name) and node.id in BOOT_WORDS:
+            return True
+        if isinstance(node, ast.Compare):
+            consts = [c for c in (node.left, *node.comparators) if isinstance(c, ast.Constant)]
+            if any(c.value in BOOT_VALUES for c in consts):
+                return True
+    return False
+
+
+def boot_branches(known: dict[str, Path]) -> Iterator[tuple[str, int]]:
+    for name, path in known.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.If | ast.IfExp | ast.While) and _names_boot_mode(node.test):
+                yield name, node.lineno
+
+
+def _under(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def measure(root: Path) -> dict[str, Any]:
+    known = modules(root)
+    graph = {name: imports(name, path, known) for name, path in known.items()}
+    adapter_importers = sorted(
+        name
+        for name, deps in graph.items()
+        if not _under(name, ADAPTER_USERS) and any(_under(d, ("netroot.adapters",)) for d in deps)
+    )
+    branches = {
+        f"{n}:{line}" for n, line in boot_branches(known) if not _under(n, (BOOT_MODE_HOME,))
+    }
+    lengths = {n: len(p.read_text().splitlines()) for n, p in known.items()}
+    return {
+        "modules": len(known),
+        "lines": sum(lengths.values()),
+        "folder_cycles": folder_cycles(graph),
+        "mutual_folder_pairs": [list(p) for p in mutual_pairs(graph)],
+        "adapter_importers_outside_allowed": adapter_importers,
+        "boot_mode_branches": sorted(branches),
+        "modules_over_400_lines": {n: c for n, c in sorted(lengths.items()) if c > MAX_LINES},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("root", nargs="?", type=Path, default=Path(__file__).parents[1])
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+    figures = measure(args.root)
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return 0
+    print(f"modules: {figures['modules']}, lines: {figures['lines']}")
+    for key, value in figures.items():
+        if isinstance(value, dict):
+            items = [f"{k} {v}" for k, v in value.items()]
+        elif isinstance(value, list):
+            items = [" <-> ".join(i) if isinstance(i, list) else str(i) for i in value]
+        else:
+            continue
+        print(f"{key}: {len(items)}")
+        for item in items:
+            print(f"  {item}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
