@@ -45,15 +45,12 @@ def _root(app: AppContext, root: Path | None) -> Path:
 
 def _protected(app: AppContext, name: str) -> set[str]:
     """Versions a board of NAME should run, is assigned, has mounted or last ran green."""
-    from netroot.rollout.service import Fleet, protected_versions
+    from netroot.fleet.service import Fleet
 
     inv = _inventory_or_none(app)
     if inv is None or not inv.servers:
         return set()
-    fleet = Fleet(inv)
-    boards = [b for b in inv.boards.values() if b.image == name]
-    state = fleet.load()
-    return protected_versions(boards, state, fleet.desired(boards, state), name)
+    return Fleet(inv).protected(name)
 
 
 class _Bar:

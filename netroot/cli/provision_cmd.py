@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import shlex
 import sys
 from collections.abc import Mapping
@@ -103,9 +102,8 @@ def register(app: typer.Typer) -> None:
             False, "--break-lock", help="Take over a lock whose holder ran on another host."
         ),
     ) -> None:
+        from netroot.fleet.service import Fleet, provision_versions, record_provision
         from netroot.provision.service import provision
-        from netroot.rollout import lock
-        from netroot.rollout.service import Fleet, provision_versions, record_provision
 
         app_ctx = context.get(ctx)
         out = app_ctx.out
@@ -113,12 +111,8 @@ def register(app: typer.Typer) -> None:
         inventory = fleet.inventory
         boards = [inventory.boards[h] for h in inventory.expand(list(targets or []), all_hosts)
                   if h in inventory.boards]  # fmt: skip
-        writer = contextlib.nullcontext() if check else lock.held(
-            fleet.root, "netroot " + shlex.join(sys.argv[1:]), break_lock=break_lock
-        )  # fmt: skip
-        with writer:
-            # Under the lock: the desired state is read after any other writer finished.
-            state = fleet.load()
+        command = "netroot " + shlex.join(sys.argv[1:])
+        with fleet.writing(command, break_lock=break_lock, check=check) as state:
             versions = provision_versions(fleet.desired(boards, state))
             with _Reporter(out) as reporter:
                 result = provision(
@@ -130,9 +124,7 @@ def register(app: typer.Typer) -> None:
                     diff=diff,
                     on_event=reporter,
                 )
-            if result.mounted and not check:
-                record_provision(state, result.mounted)
-                state.save()
+            record_provision(state, result.mounted)
         summary = result.summary
         if as_json:
             out.json(result.as_dict())

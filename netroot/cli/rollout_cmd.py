@@ -90,7 +90,7 @@ def _plan_table(app: AppContext, plan: Any, name: str, pinned: list[str]) -> Non
 
 
 def _exit_for(results: list[Any], stopped: bool) -> Exit:
-    from netroot.rollout.outcome import Outcome
+    from netroot.fleet.outcome import Outcome
 
     if stopped:
         return Exit.FAILED
@@ -126,10 +126,10 @@ def rollout(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
     from netroot.export.open import name_for, open_source
+    from netroot.fleet.service import Fleet
     from netroot.provision.service import check_become
-    from netroot.rollout import lock, runner
+    from netroot.rollout import runner
     from netroot.rollout.plan import Count
-    from netroot.rollout.service import Fleet
 
     app = get(ctx)
     fleet = Fleet(app.inventory())
@@ -139,7 +139,7 @@ def rollout(
     info, apply = open_source(source)
     name = name or name_for(source, info)
     if not dry_run:
-        lock.refuse_if_held(fleet.root, break_lock=break_lock)  # refuse before the slow part
+        fleet.refuse_if_locked(break_lock=break_lock)  # refuse before the slow part
     planned = runner.plan_rollout(
         fleet, targets, info, name, canary, batch_count, fail_count, stagger, app.out.info
     )
@@ -149,7 +149,7 @@ def rollout(
         released = False
         if not dry_run:
             app.out.info("nothing to do: every board already runs this version, smoked green")
-            with lock.held(fleet.root, _command_line(), break_lock=break_lock):
+            with fleet.locked(_command_line(), break_lock=break_lock):
                 released = runner.release_if_green(fleet, planned, name)
             if released:
                 app.out.info(f"{name}: current -> {planned.plan.to_version}")
@@ -163,7 +163,7 @@ def rollout(
     observed = [b for b, facts in planned.observed.items() if facts is not None]
     check_become(inv, [inv.server.name, *(b.name for b in planned.boards)], proven=observed)
     _confirm(yes, f"roll {planned.plan.to_version} out to {len(planned.plan.boards)} boards?")
-    with lock.held(fleet.root, _command_line(), break_lock=break_lock):
+    with fleet.locked(_command_line(), break_lock=break_lock):
         outcome = runner.run(
             fleet, planned, source, info, apply, name, qpu, checks, app.out.info,
             become_checked=True,
@@ -193,19 +193,19 @@ def rollback(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
     """Put boards back on their previous good version (or --to ID), then smoke them."""
+    from netroot.fleet.outcome import Outcome
+    from netroot.fleet.service import Fleet
     from netroot.provision.service import check_become
-    from netroot.rollout import lock, runner
-    from netroot.rollout.outcome import Outcome
-    from netroot.rollout.service import Fleet
+    from netroot.rollout import runner
 
     app = get(ctx)
     fleet = Fleet(app.inventory())
     boards = fleet.inventory.resolve(targets)
-    lock.refuse_if_held(fleet.root, break_lock=break_lock)
+    fleet.refuse_if_locked(break_lock=break_lock)
     versions = runner.rollback_versions(fleet, boards, to)
     check_become(fleet.inventory, [fleet.inventory.server.name, *versions])
     _confirm(yes, "roll back " + ", ".join(f"{b} to {v}" for b, v in versions.items()) + "?")
-    with lock.held(fleet.root, _command_line(), break_lock=break_lock):
+    with fleet.locked(_command_line(), break_lock=break_lock):
         results = runner.rollback(fleet, boards, to, app.out.info, become_checked=True)
     _results(app, results, as_json, {}, canary=False)
     if any(r.outcome != Outcome.ROLLED_BACK for r in results):

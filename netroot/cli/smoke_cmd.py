@@ -3,6 +3,8 @@ root), then the QPU smoke test."""
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
 
 import typer
@@ -35,10 +37,10 @@ def smoke(
     ),
 ) -> None:
     """Smoke boards: version mounted, read-only root, /dev /proc /sys, armhf, identity, QPU."""
+    from netroot.fleet.service import Fleet, smoke_expectations
     from netroot.fsutil import atomic_write
-    from netroot.rollout.service import Fleet, smoke_expectations
     from netroot.smoke.qpu import run_qpu
-    from netroot.smoke.service import record_results, run_smoke
+    from netroot.smoke.service import run_smoke
 
     app = get(ctx)
     fleet = Fleet(app.inventory())
@@ -55,8 +57,10 @@ def smoke(
         qpu_runner=run_qpu,
         log=app.out.debug,
     )
-    if not record_results(fleet, report):
-        app.out.info(f"results not recorded: the export root {fleet.root} is not on this host")
+    results = ((b.board, b.status, b.reachable) for b in report.boards)
+    not_recorded = fleet.record_smoke_results("netroot " + shlex.join(sys.argv[1:]), results)
+    if not_recorded:
+        app.out.info(f"results not recorded: {not_recorded}")
     if junit is not None:
         atomic_write(junit, report.junit(), durable=False)  # a CI never reads half a report
     if as_json:

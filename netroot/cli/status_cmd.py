@@ -22,8 +22,8 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
     """What each board runs vs. what it should run; exit 1 when any board drifts."""
-    from netroot.rollout.service import Fleet
-    from netroot.rollout.status import collect
+    from netroot.fleet.service import Fleet
+    from netroot.fleet.status import collect
 
     app = get(ctx)
     fleet = Fleet(app.inventory())

@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from netroot.rollout.outcome import Outcome, Result
+from netroot.fleet.outcome import Outcome, Result
+from netroot.fleet.state import RolloutRecord, State
 from netroot.rollout.plan import Plan, after_batch
-from netroot.rollout.state import RolloutRecord, State
 
 NO_RESULT: Result = (Outcome.FAILED, "no result")
 

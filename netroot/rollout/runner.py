@@ -16,11 +16,11 @@ from typing import Any
 
 from netroot.errors import UsageError
 from netroot.export.sources import SourceInfo
+from netroot.fleet import service
+from netroot.fleet.service import Fleet
 from netroot.inventory import Board
-from netroot.rollout import service
 from netroot.rollout.engine import BoardResult, RolloutResult, run_rollback, run_rollout
 from netroot.rollout.plan import Count, Plan, make_plan
-from netroot.rollout.service import Fleet
 
 Log = Callable[[str], None]
 Observe = Callable[[list[Board]], Mapping[str, Any]]  # board -> BoardFacts, None: unreachable
@@ -42,7 +42,7 @@ class RolloutOutcome:
 
 def observe_boards(boards: list[Board]) -> dict[str, Any]:
     """What each board has mounted, over SSH (read-only)."""
-    from netroot.rollout.status import observe_all
+    from netroot.fleet.facts import observe_all
 
     return {name: facts for name, (facts, _err) in observe_all(boards).items()}
 
@@ -100,7 +100,7 @@ def run(
     become_checked: the caller ran `check_become` on the server and every planned board.
     """
     from netroot.export import service as export_service
-    from netroot.rollout.fleet import AnsibleFleet
+    from netroot.rollout.drive import AnsibleFleet
 
     state = fleet.load()  # again: the plan was read before the lock
     service.adopt_observed(state, planned.observed)
@@ -141,7 +141,7 @@ def release_if_green(
 
 def _unchanged_ok(plan: Plan, state: Any) -> list[BoardResult]:
     """Boards already on the version, smoked green: they count as green for the release."""
-    from netroot.rollout.outcome import Outcome
+    from netroot.fleet.outcome import Outcome
 
     return [
         BoardResult(b, -1, Outcome.OK, plan.to_version)
@@ -177,7 +177,7 @@ def rollback(
 
     become_checked: the caller ran `check_become` on the server and every board.
     """
-    from netroot.rollout.fleet import AnsibleFleet
+    from netroot.rollout.drive import AnsibleFleet
 
     versions = rollback_versions(fleet, boards, to)
     state = fleet.load()

@@ -189,19 +189,3 @@ def run_smoke(
         for session in sessions.values():
             session.close()
     return SmokeReport(reports)
-
-
-def record_results(fleet: Any, report: SmokeReport) -> bool:
-    """Record each board's smoke in the fleet state (`fleet`: rollout.service.Fleet).
-
-    Re-read just before the write so a smoke run does not undo what a writer recorded meanwhile.
-    False (nothing recorded) on a host that does not see the export root.
-    """
-    from netroot.rollout.service import record_smoke
-
-    if not fleet.root.is_dir():
-        return False
-    state = fleet.load()
-    record_smoke(state, ((b.board, b.status, b.reachable) for b in report.boards))
-    state.save()
-    return True

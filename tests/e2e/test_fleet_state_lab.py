@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from netroot.rollout.state import load_state
+from netroot.fleet.state import load_state
 from tests.e2e.conftest import LabHandle
 from tests.e2e.helpers import BASE_IMAGE, NETROOT, netroot, variant_image
 

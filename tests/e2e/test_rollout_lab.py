@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from netroot.rollout.state import load_state, state_path
+from netroot.fleet.state import load_state, state_path
 from tests.e2e.conftest import LabHandle
 from tests.e2e.helpers import BASE_IMAGE, NETROOT, export, netroot, variant_image
 

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from netroot.errors import Exit
+from netroot.fleet.state import load_state
 from netroot.lab.plan import NOSUDO_USER
-from netroot.rollout.state import load_state
 from tests.e2e.conftest import LabHandle
 from tests.e2e.helpers import BASE_IMAGE, export, netroot
 

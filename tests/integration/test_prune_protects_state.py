@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from netroot.rollout.state import load_state
+from netroot.fleet.state import load_state
 
 
 def test_prune_spares_state_versions(tmp_path: Path) -> None:

@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from netroot.fleet.facts import BoardFacts
+from netroot.fleet.outcome import Outcome, Result
 from netroot.inventory import Board, Inventory, parse
-from netroot.rollout.outcome import Outcome, Result
-from netroot.rollout.status import BoardFacts
 
 
 def inventory(root: Path, path: Path, boards: int = 3, pins: Mapping[str, str] = {}) -> Inventory:

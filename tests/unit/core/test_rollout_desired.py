@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from netroot.rollout.desired import Desired, desired, desired_all
+from netroot.fleet.desired import Desired, desired, desired_all
 from tests.unit.core.fleetkit import inventory
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from netroot.fleet.outcome import Outcome, Result
+from netroot.fleet.state import State, load_state
 from netroot.rollout.engine import run_rollback, run_rollout
-from netroot.rollout.outcome import Outcome, Result
 from netroot.rollout.plan import Count, make_plan
-from netroot.rollout.state import State, load_state
 from tests.unit.core.fleetkit import FakeBoards
 
 BOARDS = ["pi-01", "pi-02", "pi-03", "pi-04"]

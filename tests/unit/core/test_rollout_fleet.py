@@ -13,13 +13,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from netroot.fleet.outcome import Outcome
+from netroot.fleet.state import load_state
 from netroot.inventory import parse
 from netroot.provision.plan import RunPlan
+from netroot.rollout.drive import AnsibleFleet
 from netroot.rollout.engine import run_rollout
-from netroot.rollout.fleet import AnsibleFleet
-from netroot.rollout.outcome import Outcome
 from netroot.rollout.plan import Count, make_plan
-from netroot.rollout.state import load_state
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 V = "b" * 16

@@ -14,11 +14,12 @@ import pytest
 from netroot.export import service as export_service
 from netroot.export.manifest import Layout
 from netroot.export.open import open_source
+from netroot.fleet import lock
+from netroot.fleet.outcome import Outcome
+from netroot.fleet.service import Fleet, provision_versions
 from netroot.inventory import Inventory
-from netroot.rollout import lock, runner
-from netroot.rollout.outcome import Outcome
+from netroot.rollout import runner
 from netroot.rollout.plan import Count
-from netroot.rollout.service import Fleet, provision_versions
 from tests.unit.core.fleetkit import FakeBoards, inventory, snapshot
 from tests.unit.export.tarbuild import Spec, write_tar
 

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from netroot.rollout import service
-from netroot.rollout.desired import Desired
-from netroot.rollout.state import load_state
-from netroot.rollout.status import BoardFacts
+from netroot.fleet import service
+from netroot.fleet.desired import Desired
+from netroot.fleet.facts import BoardFacts
+from netroot.fleet.state import load_state
 from tests.unit.core.fleetkit import inventory
 
 A, B, C = "a" * 16, "b" * 16, "c" * 16
@@ -57,19 +57,50 @@ def test_adopt_observed_takes_what_ran_before_netroot(tmp_path: Path) -> None:
 
 def test_smoke_results_recorded_in_the_rollout_vocabulary(tmp_path: Path) -> None:
     from netroot.smoke.report import BoardReport, CheckResult, SmokeReport
-    from netroot.smoke.service import record_results
 
     fleet = service.Fleet(inventory(tmp_path / "root", tmp_path / "inv.yml"))
     failing = BoardReport("pi-02", checks=[CheckResult("pi-02", "test_x", "fail", "no")])
     down = BoardReport("pi-03", reachable=False, error="timed out")
     report = SmokeReport([BoardReport("pi-01"), failing, down])
-    assert not record_results(fleet, report)  # no export root on this host: nothing written
+    results = [(b.board, b.status, b.reachable) for b in report.boards]
+    # No export root on this host: nothing written, and the reason says so.
+    assert "not on this host" in fleet.record_smoke_results("netroot smoke", results)
     assert not (tmp_path / "root").exists()
     (tmp_path / "root").mkdir()
-    assert record_results(fleet, report)
+    assert fleet.record_smoke_results("netroot smoke", results) == ""
     boards = fleet.load().boards
     assert [boards[b].smoke_status for b in ("pi-01", "pi-02", "pi-03")] == [
         "ok",
         "failed",
         "unreachable",
     ]
+
+
+def test_smoke_results_wait_for_no_writer(tmp_path: Path) -> None:
+    """A smoke records under the writer's lock: while a rollout holds it, nothing is written
+    (the rollout's saves are not undone) and the reason names the holder."""
+    from netroot.fleet import lock
+
+    root = tmp_path / "root"
+    fleet = service.Fleet(inventory(root, tmp_path / "inv.yml"))
+    with lock.held(root, "netroot rollout x"):
+        why = fleet.record_smoke_results("netroot smoke", [("pi-01", "pass", True)])
+    assert "netroot rollout x" in why
+    assert "pi-01" not in fleet.load().boards
+    assert fleet.record_smoke_results("netroot smoke", [("pi-01", "pass", True)]) == ""
+    assert fleet.load().boards["pi-01"].smoke_status == "ok"
+    assert lock.read_holder(root) is None  # released after the write
+
+
+def test_writing_saves_only_a_changed_state_and_never_in_check_mode(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    fleet = service.Fleet(inventory(root, tmp_path / "inv.yml"))
+    with fleet.writing("netroot provision --check", check=True) as state:
+        service.record_provision(state, {"pi-01": A})
+    assert not (root / ".netroot-fleet.json").exists()
+    with fleet.writing("netroot provision") as state:
+        pass
+    assert not (root / ".netroot-fleet.json").exists()  # nothing recorded: nothing written
+    with fleet.writing("netroot provision") as state:
+        service.record_provision(state, {"pi-01": A})
+    assert fleet.load().boards["pi-01"].mounted == A

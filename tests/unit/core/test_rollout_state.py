@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from netroot.rollout.state import RolloutRecord, legacy_path, load_state, state_path
+from netroot.fleet.state import RolloutRecord, legacy_path, load_state, state_path
 
 
 def test_state_round_trips_and_tracks_history(tmp_path: Path) -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from netroot.fleet.desired import Desired
+from netroot.fleet.facts import MARK, BoardFacts, parse_probe
+from netroot.fleet.state import State
+from netroot.fleet.status import board_status
 from netroot.inventory import Inventory
 from netroot.netboot.cmdline import NFSROOT_PATTERN, booted_version, cmdline
 from netroot.provision.render import BOARD_ROLE, Renderer, role_defaults
-from netroot.rollout.desired import Desired
-from netroot.rollout.state import State
-from netroot.rollout.status import MARK, BoardFacts, board_status, parse_probe
 from netroot.smoke.backend import CHROOT, in_version
 
 A, B = "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"

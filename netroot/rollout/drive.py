@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from netroot.fleet.outcome import Outcome, Result, from_smoke_status
 from netroot.inventory import Inventory
-from netroot.rollout.outcome import Outcome, Result, from_smoke_status
 
 
 @dataclass

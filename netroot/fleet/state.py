@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from netroot.errors import NetrootError
+from netroot.fleet.outcome import Outcome
 from netroot.fsutil import atomic_write
-from netroot.rollout.outcome import Outcome
 
 STATE_NAME = ".netroot-fleet.json"
 HISTORY = 20

@@ -1,26 +1,30 @@
 """The board-state rules, in one place: what is recorded when, and what a board should run.
 
-The CLI parses, calls these, and renders. Everything here works on a `State` (the fleet state
-in the export root) and the inventory; the functions that only decide are pure, and the few
-that read the export tree say so.
+Every command goes through `Fleet` for the fleet state: `writing` is the one lock -> load ->
+(decide, record) -> save path of the commands that change it; `record_smoke_results` takes the
+same lock for the short write after a smoke; `load` is for readers, which never lock. The CLI
+parses, calls these, and renders. The functions that only decide are pure, and the few that
+read the export tree say so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netroot.errors import UsageError
+from netroot.fleet import lock
+from netroot.fleet.desired import Desired, desired_all
+from netroot.fleet.outcome import Outcome, from_smoke_status
+from netroot.fleet.state import State, load_state
 from netroot.inventory import Board, Inventory
-from netroot.rollout.desired import Desired, desired_all
-from netroot.rollout.outcome import Outcome, from_smoke_status
-from netroot.rollout.state import State, load_state
 
 if TYPE_CHECKING:
-    from netroot.rollout.status import BoardFacts
+    from netroot.fleet.facts import BoardFacts
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,48 @@ class Fleet:
         """The fleet state (read-only; a legacy controller-local file is read if need be)."""
         return load_state(self.root, self.inventory.path)
 
+    def refuse_if_locked(self, *, break_lock: bool = False) -> None:
+        """Exit 6 now when another writer holds the lock (before a slow preparation)."""
+        lock.refuse_if_held(self.root, break_lock=break_lock)
+
+    @contextlib.contextmanager
+    def locked(self, command: str, *, break_lock: bool = False) -> Iterator[None]:
+        """Hold the writer's lock (exit 6 when another writer holds it)."""
+        with lock.held(self.root, command, break_lock=break_lock):
+            yield
+
+    @contextlib.contextmanager
+    def writing(
+        self, command: str, *, break_lock: bool = False, check: bool = False
+    ) -> Iterator[State]:
+        """Lock, load, let the caller decide and record, save: the writers' one path.
+
+        The state is read under the lock, so it holds what any earlier writer recorded; it is
+        saved only when the caller changed it. check: neither locked nor saved (--check).
+        """
+        held = contextlib.nullcontext() if check else self.locked(command, break_lock=break_lock)
+        with held:
+            state = self.load()
+            before = _snapshot(state)
+            yield state
+            if not check and (state.legacy is not None or _snapshot(state) != before):
+                state.save()
+
+    def record_smoke_results(self, command: str, results: Iterable[tuple[str, str, bool]]) -> str:
+        """Record (board, smoke status, reachable) under the writer's lock.
+
+        "" when recorded, else why not: this host does not see the export root, or another
+        writer holds the lock (a smoke never waits for, nor breaks, a rollout).
+        """
+        if not self.root.is_dir():
+            return f"the export root {self.root} is not on this host"
+        try:
+            with self.writing(command) as state:
+                record_smoke(state, results)
+        except lock.LockHeld as exc:
+            return exc.message
+        return ""
+
     def current_of(self, image: str) -> str | None:
         """The image's release pointer `current` (reads the export tree)."""
         from netroot.export.manifest import Layout
@@ -47,6 +93,18 @@ class Fleet:
     def desired(self, boards: Iterable[Board], state: State) -> dict[str, Desired]:
         assigned = {n: b.assigned for n, b in state.boards.items()}
         return desired_all(boards, assigned, self.current_of)
+
+    def protected(self, image: str) -> set[str]:
+        """Versions of `image` that prune must keep (reads the state; never locks)."""
+        boards = [b for b in self.inventory.boards.values() if b.image == image]
+        state = self.load()
+        return protected_versions(boards, state, self.desired(boards, state), image)
+
+
+def _snapshot(state: State) -> tuple[object, ...]:
+    """What a save would write, less its timestamp."""
+    boards = {n: asdict(b) for n, b in state.boards.items()}
+    return (boards, asdict(state.rollout) if state.rollout else None)
 
 
 def provision_versions(desired: Mapping[str, Desired]) -> dict[str, str]:
