@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from netroot import bootmode
+from netroot.bootmode import BootMode
 from netroot.errors import UsageError
 from netroot.paths import lab_inventory
 
@@ -20,7 +22,7 @@ MAC_RE = re.compile(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
 VERSION_RE = re.compile(r"^[0-9a-f]{12,64}$")
 SERIAL_RE = re.compile(r"^[0-9a-f]{8}$")
 BACKENDS = ("kernel", "ganesha")
-BOOT_MODES = ("sd", "netboot")
+BOOT_MODES = bootmode.NAMES
 
 
 class InventoryError(UsageError):
@@ -69,8 +71,9 @@ class Board:
         return self.host.name
 
     @property
-    def netboot(self) -> bool:
-        return self.boot == "netboot"
+    def mode(self) -> BootMode:
+        """How this board boots (netroot/bootmode): asked, never branched on by name."""
+        return bootmode.of(self.boot)
 
 
 @dataclass(frozen=True)
@@ -246,13 +249,12 @@ def _board(host: Host, path: Path) -> Board:
             host.name, "netroot_serial", "8 hex digits, quoted (last 8 of Serial in /proc/cpuinfo)",
             serial, path,
         )  # fmt: skip
-    boot = host.vars.get("netroot_boot", "sd")
+    boot = host.vars.get("netroot_boot", bootmode.DEFAULT)
     if boot not in BOOT_MODES:
         raise _field(host.name, "netroot_boot", " or ".join(BOOT_MODES), boot, path)
-    if boot == "netboot":
-        for key, value in (("netroot_mac", mac), ("netroot_serial", serial)):
-            if value is None:
-                raise _field(host.name, key, "set: netroot_boot is netboot", value, path)
+    for key in bootmode.of(boot).required_vars:
+        if host.vars.get(key) is None:
+            raise _field(host.name, key, f"set: netroot_boot is {boot}", None, path)
     return Board(
         host=host,
         address=_address(host, "netroot_address", path),

@@ -6,9 +6,9 @@ Prints:
 - folder cycles: pairs of rooms (a sub-package of netroot, or a top-level module) that import
   each other, directly or round a longer loop; lazy imports inside functions count;
 - adapter importers: modules outside ADAPTER_USERS that import netroot.adapters;
-- boot-mode branches: `if`/conditional expressions whose test names the boot mode
-  (`netboot`, `boot_mode`, `_netboot(...)`, or a comparison with "netboot"/"sd"), outside
-  BOOT_MODE_HOME;
+- boot-mode branches: `if`, conditional expressions and comprehension filters whose test names
+  the boot mode (`netboot`, `boot_mode`, `_netboot(...)`, or a comparison with "netboot"/"sd"),
+  outside BOOT_MODE_HOME (the lab's, about how many diskless machines it builds, apart);
 - long modules: netroot modules over MAX_LINES lines.
 
 Exit status 0 always: the figures are for reading.
@@ -29,6 +29,7 @@ MAX_LINES = 400
 # of any other room that needs a side effect receives it (a callable, a session) from these.
 ADAPTER_USERS = ("netroot.adapters", "netroot.cli", "netroot.lab")
 BOOT_MODE_HOME = "netroot.bootmode"
+LAB = "netroot.lab"
 BOOT_WORDS = ("netboot", "boot_mode", "_netboot")
 BOOT_VALUES = ("netboot", "sd")
 
@@ -127,6 +128,10 @@ def boot_branches(known: dict[str, Path]) -> Iterator[tuple[str, int]]:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.If | ast.IfExp | ast.While) and _names_boot_mode(node.test):
                 yield name, node.lineno
+            elif isinstance(node, ast.comprehension):
+                for test in node.ifs:
+                    if _names_boot_mode(test):
+                        yield name, test.lineno
 
 
 def _under(module: str, prefixes: tuple[str, ...]) -> bool:
@@ -144,6 +149,9 @@ def measure(root: Path) -> dict[str, Any]:
     branches = {
         f"{n}:{line}" for n, line in boot_branches(known) if not _under(n, (BOOT_MODE_HOME,))
     }
+    # The lab's `netboot` is how many diskless virtual machines to build (the lab's shape),
+    # not a board's boot mode: counted apart.
+    lab = {b for b in branches if b.startswith(f"{LAB}.")}
     lengths = {n: len(p.read_text().splitlines()) for n, p in known.items()}
     return {
         "modules": len(known),
@@ -151,7 +159,8 @@ def measure(root: Path) -> dict[str, Any]:
         "folder_cycles": folder_cycles(graph),
         "mutual_folder_pairs": [list(p) for p in mutual_pairs(graph)],
         "adapter_importers_outside_allowed": adapter_importers,
-        "boot_mode_branches": sorted(branches),
+        "boot_mode_branches": sorted(branches - lab),
+        "lab_diskless_branches": sorted(lab),
         "modules_over_400_lines": {n: c for n, c in sorted(lengths.items()) if c > MAX_LINES},
     }
 

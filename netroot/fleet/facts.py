@@ -5,7 +5,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from netroot import bootmode
 from netroot.adapters.ssh import Session, Unreachable, sudo_refused
+from netroot.bootmode import BootMode
 from netroot.inventory import Board
 from netroot.sshtarget import target_for
 
@@ -22,24 +24,19 @@ PROBE = (
 class BoardFacts:
     assigned: str | None  # sd: what it was provisioned with; netboot: None (its TFTP link says)
     mounted: str | None  # sd: what netroot-mount mounted; netboot: the version it booted
-    netboot: bool = False
+    boot: str = bootmode.DEFAULT  # the board's boot mode, which read the probe
+
+    @property
+    def mode(self) -> BootMode:
+        return bootmode.of(self.boot)
 
 
-def parse_probe(text: str, netboot: bool = False) -> BoardFacts:
-    """Parse PROBE's output (pure): first word of each sd part, or None when empty; for a
-    netboot board the version on its kernel command line (nfsroot=...)."""
+def parse_probe(text: str, mode: BootMode | None = None) -> BoardFacts:
+    """Parse PROBE's output (pure); the board's boot mode says which parts count."""
+    mode = mode or bootmode.of(bootmode.DEFAULT)
     parts = [*text.split(MARK), "", ""]
-    if netboot:
-        # Only here: the module brings the template renderer (jinja2) an sd board never needs.
-        from netroot.netboot.cmdline import booted_version
-
-        return BoardFacts(None, booted_version(parts[2]), netboot=True)
-
-    def word(part: str) -> str | None:
-        words = part.split()
-        return words[0] if words else None
-
-    return BoardFacts(word(parts[0]), word(parts[1]))
+    assigned, mounted = mode.read_probe(parts[0], parts[1], parts[2])
+    return BoardFacts(assigned, mounted, boot=mode.name)
 
 
 def observe(board: Board) -> tuple[BoardFacts | None, str]:
@@ -50,7 +47,7 @@ def observe(board: Board) -> tuple[BoardFacts | None, str]:
         refused = sudo_refused(session.target, res.rc, stderr)
         if refused:
             return None, refused
-        return parse_probe(res.stdout.decode(errors="replace"), board.netboot), ""
+        return parse_probe(res.stdout.decode(errors="replace"), board.mode), ""
     except Unreachable as exc:
         return None, exc.message
 

@@ -33,22 +33,7 @@ class BoardStatus:
 def _drift(should: str | None, facts: BoardFacts | None) -> str:
     if facts is None:
         return "unknown (unreachable)"
-    problems = []
-    if facts.netboot:
-        if facts.mounted is None:
-            problems.append(
-                "booted no netroot version (no nfsroot=.../versions/ID in /proc/cmdline)"
-            )
-        elif should and facts.mounted != should:
-            problems.append(f"should run {should}, booted {facts.mounted}")
-        return "; ".join(problems)
-    if facts.mounted is None:
-        problems.append("nothing mounted")
-    elif facts.assigned and facts.mounted != facts.assigned:
-        problems.append(f"mounted {facts.mounted} but assigned {facts.assigned}")
-    if should and facts.assigned != should:
-        problems.append(f"should run {should}, assigned {facts.assigned}")
-    return "; ".join(problems)
+    return facts.mode.drift(should, facts.assigned, facts.mounted)
 
 
 def board_status(

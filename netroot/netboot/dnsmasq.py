@@ -15,7 +15,7 @@ from typing import Any
 
 from netroot.errors import UsageError
 from netroot.inventory import Board, NfsServer
-from netroot.provision.render import environment
+from netroot.templating import environment
 
 TEMPLATE = "dnsmasq.conf.j2"
 DEFAULT_REPLY_DELAY = 1  # seconds (dnsmasq allows 0-60)
@@ -64,7 +64,7 @@ def netboot_hosts(boards: Sequence[Board]) -> tuple[NetbootHost, ...]:
     hosts = [
         NetbootHost(b.name, str(b.mac), str(b.serial or ""), b.address)
         for b in boards
-        if b.netboot and b.mac
+        if b.mode.served_over_tftp and b.mac
     ]
     return tuple(sorted(hosts, key=lambda h: h.name))
 

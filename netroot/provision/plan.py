@@ -96,7 +96,7 @@ def check_server_vars(inventory: Inventory, server: str) -> None:
     """The netroot_nfs_* values of the server, and its dnsmasq settings when a board netboots."""
     from netroot.netboot.dnsmasq import server_config
 
-    if any(b.netboot for b in inventory.boards.values()):
+    if any(b.mode.served_over_tftp for b in inventory.boards.values()):
         server_config(inventory.servers[server], list(inventory.boards.values()))
     ids = inventory.hosts[server].vars.get("netroot_nfs_export_ids", {})
     if not isinstance(ids, Mapping) or not all(

@@ -22,7 +22,7 @@ from netroot.inventory import Inventory
 from netroot.provision import nfs_check
 from netroot.provision.events import Summary
 from netroot.provision.plan import RunPlan, build
-from netroot.provision.render import Renderer, TemplateProblem
+from netroot.templating import Renderer, TemplateProblem
 
 EventHandler = Callable[[Mapping[str, Any], Summary], None]
 Runner = Callable[[RunPlan, Callable[[Mapping[str, Any]], None]], Any]

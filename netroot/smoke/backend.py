@@ -10,7 +10,6 @@ auto-accepts unknown keys, which netroot does not allow). Use it from plain pyte
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 import paramiko  # noqa: F401 - here, at collection: forked per-host workers share the import
@@ -21,18 +20,11 @@ from netroot.adapters.ssh import Result, Session
 from netroot.inventory import Board
 from netroot.sshtarget import target_for
 
-CHROOT = "/usr/local/sbin/netroot-chroot"
-
-
-def chroot_command(command: str) -> str:
-    """The board-side command line that runs `command` (a shell string) inside the chroot."""
-    return f"{CHROOT} /bin/sh -c {shlex.quote(command)}"
-
 
 def in_version(board: Board, command: str) -> str:
     """`command` run in the board's version: through the chroot on an sd board, as it is on a
-    netboot board (booted from the version, no chroot)."""
-    return command if board.netboot else chroot_command(command)
+    netboot board (booted from the version, no chroot); its boot mode knows which."""
+    return board.mode.in_version(command)
 
 
 class NetrootBackend(base.BaseBackend):  # type: ignore[misc]

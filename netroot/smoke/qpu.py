@@ -10,7 +10,6 @@ from netroot.inventory import Board
 from netroot.qpu import bootconfig
 from netroot.qpu.bundle import build_program
 from netroot.qpu.report import QpuReport, ReportError, parse
-from netroot.smoke.backend import CHROOT
 from netroot.smoke.report import CheckResult
 
 EMULATED_PREFIX = "EMULATED, the GPU was not tested: "
@@ -55,7 +54,7 @@ def run_qpu(session: Session, board: Board, mode: str) -> tuple[list[CheckResult
         probe = session.run(bootconfig.PROBE, timeout=60)
         config = bootconfig.parse_probe(probe.rc, probe.stdout.decode(errors="replace"))
     program = build_program(mode, boot_config=config).encode()
-    python = "/usr/bin/python3 -" if board.netboot else f"{CHROOT} /usr/bin/python3 -"
+    python = board.mode.exec_in_version("/usr/bin/python3 -")
     res = session.run_privileged(python, stdin=program, timeout=600)
     try:
         report = parse(res.stdout.decode(errors="replace"))

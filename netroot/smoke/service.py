@@ -38,21 +38,15 @@ def _probe(board: Board, session: Session) -> BoardReport:
     problem = become_problem(target, None, "")
     if problem:
         raise BecomeRefused(target, problem)
-    # A netboot board runs its version as its root: nothing to find but root itself.
-    probe = "true" if board.netboot else "test -x /usr/local/sbin/netroot-chroot"
     try:
-        res = session.run_privileged(probe, timeout=60)
+        res = session.run_privileged(board.mode.version_probe, timeout=60)
         refused = sudo_refused(target, res.rc, res.stderr.decode(errors="replace"))
         if refused:
             raise BecomeRefused(target, refused)
-        if res.rc != 0 and not board.netboot:
+        missing = board.mode.version_root_missing(board.name) if res.rc != 0 else ""
+        if missing:
             report.checks.append(
-                CheckResult(
-                    board.name,
-                    "netroot_chroot_installed",
-                    "fail",
-                    f"/usr/local/sbin/netroot-chroot missing: run `netroot provision {board.name}`",
-                )
+                CheckResult(board.name, "netroot_chroot_installed", "fail", missing)
             )
     except Unreachable as exc:
         report.reachable = False

@@ -21,8 +21,8 @@ import yaml
 
 from netroot.errors import Exit
 from netroot.inventory import load
-from netroot.provision.render import Renderer
 from netroot.provision.service import ProvisionResult, provision
+from netroot.templating import Renderer
 from tests.integration.provision_hosts import (
     NEEDS_HOSTS,
     NetnsHost,

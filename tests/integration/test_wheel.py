@@ -36,7 +36,7 @@ def test_wheel_ships_its_data_and_runs_from_it(tmp_path: Path) -> None:
         "              ('playbooks', 'ansible.cfg'), ('images', 'board', 'init')]:\n"
         "    f = p(*parts)\n"
         "    assert f.is_file() and str(f).startswith(SITE), f\n"
-        "from netroot.provision import render\n"
+        "from netroot import templating\n"
         "print('ok')\n"
     )
     run = subprocess.run(

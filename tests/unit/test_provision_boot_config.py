@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from netroot.inventory import load
-from netroot.provision.render import Renderer
+from netroot.templating import Renderer
 
 INVENTORY = Path(__file__).parent / "fixtures" / "provision_inventory.yml"
 STOCK = """\

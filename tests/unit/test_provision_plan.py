@@ -12,8 +12,8 @@ import yaml
 from netroot.errors import UsageError
 from netroot.inventory import InventoryError, load
 from netroot.provision.plan import RunPlan, build
-from netroot.provision.render import TemplateProblem
 from netroot.provision.service import provision
+from netroot.templating import TemplateProblem
 
 INVENTORY = Path(__file__).parent / "fixtures" / "provision_inventory.yml"
 V = "0123456789ab"

@@ -12,75 +12,20 @@ from typing import Any
 
 import pytest
 
-from netroot.smoke.facts import ASSIGNED, MOUNTED
+from netroot.smoke.checks.bootchecks import for_host
 from netroot.smoke.plugin import BoardShell
-
-SHARED = "/run/netroot/shared"  # on the board: the image's export, mounted read-only
-MANIFEST = "/run/netroot/manifest.json"  # in the chroot: the mounted version's manifest
-READ_MANIFEST = (
-    "/usr/bin/python3 -c \"import json; d = json.load(open('" + MANIFEST + "')); "
-    "print(d['version'], d['tree_hash'])\""
-)
-
-
-def _netboot(host: Any) -> bool:
-    board = getattr(host.backend, "board", None)
-    return bool(getattr(board, "netboot", False))
 
 
 def test_assigned_version_mounted(host: Any, board: BoardShell, expected: dict[str, Any]) -> None:
-    if _netboot(host):
-        from netroot.netboot.cmdline import booted_version
-
-        booted = booted_version(board.facts.read("/proc/cmdline"))
-        assert booted, "/proc/cmdline names no netroot version (nfsroot=.../versions/ID)"
-        if expected.get("version"):
-            want = expected["version"]
-            assert booted == want, f"booted version {booted}, should run {want}"
-        return
-    facts = board.facts
-    mounted = facts.read(MOUNTED)
-    assert mounted, f"{MOUNTED} is empty: netroot-mount did not finish"
-    want = expected.get("version") or facts.read(ASSIGNED)
-    assert mounted == want, f"mounted version {mounted}, should run {want}"
-    version, tree_hash = host.check_output(READ_MANIFEST).split()
-    assert version == want, f"the chroot's manifest is version {version}, should be {want}"
-    if expected.get("tree_hash"):
-        assert tree_hash == expected["tree_hash"], "the chroot's tree hash differs from the export"
-    opts = facts.mount_options("/run/netroot/root") or ""
-    assert f"{SHARED}/versions/{want}" in opts, f"chroot root is not over versions/{want}: {opts}"
+    for_host(host).version_mounted(host, board, expected)
 
 
 def test_shared_root_read_only(host: Any, board: BoardShell) -> None:
-    if _netboot(host):
-        nfs = [m for m in board.facts.mounts if len(m) > 3 and m[2].startswith("nfs")
-               and "/versions/" in m[0]]  # fmt: skip
-        assert nfs, "no NFS mount of a version (the netbooted root)"
-        assert all("ro" in m[3].split(",") for m in nfs), f"the version is mounted rw: {nfs}"
-        return
-    opts = board.facts.mount_options(SHARED)
-    assert opts is not None, f"{SHARED} (the image's export) is not mounted"
-    assert "ro" in opts.split(","), f"the shared export is mounted {opts}, expected ro"
-    probe = board.run(f"touch {SHARED}/.netroot-probe")
-    assert probe.rc != 0, f"could write into the shared export at {SHARED}"
+    for_host(host).shared_root_read_only(host, board)
 
 
 def test_writable_layer_is_the_boards(host: Any, board: BoardShell) -> None:
-    name = host.backend.get_hostname()
-    if _netboot(host):
-        # cmdline.txt asks for netroot.overlay=tmpfs: / is an overlay, its writes in RAM.
-        root = [m for m in board.facts.mounts if len(m) > 2 and m[1] == "/"]
-        assert root and root[-1][2] == "overlay", f"/ is not an overlay: {root[-1:] or 'none'}"
-        probe = f"/var/tmp/.netroot-probe-{name}"
-        assert host.run(f"echo {name} > {probe}").rc == 0, "the booted root is not writable"
-        host.run(f"rm -f {probe}")
-        return
-    version = board.facts.read(MOUNTED)
-    probe = f"/var/tmp/.netroot-probe-{name}"
-    assert host.run(f"echo {name} > {probe}").rc == 0, "the chroot's root is not writable"
-    leaked = board.run(f"test -e {SHARED}/versions/{version}{probe}")
-    host.run(f"rm -f {probe}")
-    assert leaked.rc != 0, "a write in the chroot reached the shared version"
+    for_host(host).writable_layer(host, board, host.backend.get_hostname())
 
 
 @pytest.mark.parametrize(
@@ -124,11 +69,7 @@ def test_identity_is_the_boards(host: Any, board: BoardShell) -> None:
     assert words[0] == name, f"hostname {words[0]!r} in the chroot, expected {name!r}"
     inside = words[1]
     assert re.fullmatch(r"[0-9a-f]{32}", inside), f"machine-id {inside!r} in the chroot"
-    if _netboot(host):  # its identity comes from its cmdline.txt, not from the shared image
-        words = board.facts.read("/proc/cmdline").split()
-        assert f"systemd.machine_id={inside}" in words, "machine-id is not the one cmdline.txt set"
-        return
-    assert inside == board.facts.read("/etc/machine-id"), "chroot machine-id is not the board's"
+    for_host(host).machine_id(board, inside)
 
 
 def test_resolver(host: Any, board: BoardShell) -> None:

@@ -23,7 +23,7 @@ import pytest
 from netroot.inventory import load
 from netroot.netboot import dnsmasq, install, tree
 from netroot.netboot.cmdline import board_boots
-from netroot.provision.render import Renderer
+from netroot.templating import Renderer
 from tests.integration.netboot.pxe_rom import parse_options
 
 pytestmark = [

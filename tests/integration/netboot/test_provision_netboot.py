@@ -27,8 +27,8 @@ import yaml
 
 from netroot.errors import Exit
 from netroot.inventory import load
-from netroot.provision.render import Renderer
 from netroot.provision.service import ProvisionResult, provision
+from netroot.templating import Renderer
 from tests.integration.netboot.pxe_rom import parse_options
 from tests.integration.provision_hosts import (
     NEEDS_HOSTS,

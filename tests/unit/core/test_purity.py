@@ -22,7 +22,7 @@ PURE = (
     "netroot.fleet.desired",
     "netroot.fleet.outcome",
     "netroot.provision.plan",
-    "netroot.provision.render",
+    "netroot.templating",
     "netroot.provision.nfs_check",
     "netroot.netboot.cmdline",
     "netroot.netboot.dnsmasq",
@@ -34,7 +34,10 @@ FORBIDDEN = ("netroot.adapters", "subprocess", "socket", "paramiko", "docker", "
 
 
 def _file(module: str) -> Path | None:
-    rel = Path(*module.split(".")[1:])
+    parts = module.split(".")[1:]
+    if not parts:
+        return PACKAGE / "__init__.py"
+    rel = Path(*parts)
     for candidate in (PACKAGE / rel.with_suffix(".py"), PACKAGE / rel / "__init__.py"):
         if candidate.is_file():
             return candidate

@@ -42,7 +42,9 @@ def test_inventory_has_the_diskless_boards_and_the_servers_dnsmasq() -> None:
     data = yaml.safe_load(render.inventory_yaml(plan, POWER))
     inv = parse(data, Path("inventory.yml"))
     nb = inv.boards["nb-01"]
-    assert nb.netboot and nb.serial == "4e420001" and nb.mac == stable_mac("10.77.0.51")
+    assert (
+        nb.mode.served_over_tftp and nb.serial == "4e420001" and nb.mac == stable_mac("10.77.0.51")
+    )
     assert nb.image == "raspbian-netboot"
     assert set(inv.groups["lab_netboot"]) == {"nb-01", "nb-02"}
     assert set(inv.groups["lab"]) == {"pi-01"}  # the SD boards' group keeps its meaning

@@ -11,7 +11,7 @@ from netroot.errors import UsageError
 from netroot.inventory import Inventory
 from netroot.netboot import dnsmasq
 from netroot.netboot.cmdline import board_boots, cmdline
-from netroot.provision.render import Renderer
+from netroot.templating import Renderer
 
 GOLDEN = Path(__file__).parent / "golden_dnsmasq.conf"
 

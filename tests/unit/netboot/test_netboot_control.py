@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from netroot.bootmode.netboot import NFSROOT_PATTERN, NetBoot, booted_version
+from netroot.bootmode.sd import CHROOT
 from netroot.fleet.desired import Desired
 from netroot.fleet.facts import MARK, BoardFacts, parse_probe
 from netroot.fleet.state import State
 from netroot.fleet.status import board_status
 from netroot.inventory import Inventory
-from netroot.netboot.cmdline import NFSROOT_PATTERN, booted_version, cmdline
-from netroot.provision.render import BOARD_ROLE, Renderer, role_defaults
-from netroot.smoke.backend import CHROOT, in_version
+from netroot.netboot.cmdline import cmdline
+from netroot.smoke.backend import in_version
+from netroot.templating import BOARD_ROLE, Renderer, role_defaults
 
 A, B = "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"
 # A Pi's /proc/cmdline: the firmware prepends its own words to cmdline.txt's.
@@ -36,7 +38,7 @@ def test_the_board_role_reads_it_with_the_same_pattern() -> None:
 def test_status_probe_of_a_netboot_board(inventory: Inventory) -> None:
     line = cmdline(Renderer(inventory), "pi-01", A)
     out = f"{MARK}\n{MARK}\n{FIRMWARE} {line}\n"  # no /etc/netroot, no /run/netroot on it
-    assert parse_probe(out, netboot=True) == BoardFacts(None, A, netboot=True)
+    assert parse_probe(out, NetBoot()) == BoardFacts(None, A, boot="netboot")
     assert parse_probe(f"{A}\n{MARK}\n{A}\n{MARK}\nroot=/dev/mmcblk0p2\n") == BoardFacts(A, A)
     assert parse_probe(f"{A}\n--netroot--\n{B}\n") == BoardFacts(A, B)  # an older board's probe
 
@@ -44,8 +46,8 @@ def test_status_probe_of_a_netboot_board(inventory: Inventory) -> None:
 def test_status_drift_of_a_netboot_board_compares_what_it_booted(inventory: Inventory) -> None:
     boards = [inventory.boards["pi-01"], inventory.boards["pi-02"]]
     observed = {
-        "pi-01": (BoardFacts(None, A, netboot=True), ""),
-        "pi-02": (BoardFacts(None, None, netboot=True), ""),
+        "pi-01": (BoardFacts(None, A, boot="netboot"), ""),
+        "pi-02": (BoardFacts(None, None, boot="netboot"), ""),
     }
     desired = {"pi-01": Desired(B, "assigned"), "pi-02": Desired(A, "current")}
     rows = {

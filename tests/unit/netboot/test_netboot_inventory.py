@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from netroot.bootmode import NetBoot, SdBoot
 from netroot.errors import UsageError
 from netroot.inventory import Inventory, InventoryError, load
 from netroot.netboot import dnsmasq
@@ -27,8 +28,10 @@ def _load(tmp_path: Path, **boards: dict[str, Any]) -> Inventory:
 
 
 def test_boot_mode_defaults_to_sd(inventory: Inventory) -> None:
-    assert inventory.boards["pi-03"].boot == "sd" and not inventory.boards["pi-03"].netboot
-    assert inventory.boards["pi-01"].netboot
+    assert inventory.boards["pi-03"].boot == "sd" and isinstance(
+        inventory.boards["pi-03"].mode, SdBoot
+    )
+    assert isinstance(inventory.boards["pi-01"].mode, NetBoot)
     assert inventory.boards["pi-01"].mac == "b8:27:eb:00:00:01"  # lowercased
 
 

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
+from netroot import bootmode
 from netroot.adapters.ssh import Result
+from netroot.bootmode.sd import CHROOT
 from netroot.inventory import Board
 from netroot.qpu import bootconfig
-from netroot.smoke.backend import CHROOT
 from netroot.smoke.qpu import run_qpu
 
 CONFIG = "dtoverlay=vc4-kms-v3d\ngpu_mem=16\n"
@@ -48,8 +49,9 @@ class FakeSession:
 
 
 def board(netboot: bool = False) -> Board:
-    # only .name and .netboot are read
-    return SimpleNamespace(name="pi-01", netboot=netboot)  # type: ignore[return-value]
+    # only .name and .mode are read
+    mode = bootmode.of("netboot" if netboot else "sd")
+    return SimpleNamespace(name="pi-01", mode=mode)  # type: ignore[return-value]
 
 
 def test_config_is_read_outside_the_chroot_and_travels_with_the_program() -> None:

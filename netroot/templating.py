@@ -22,6 +22,7 @@ from typing import Any
 import jinja2
 import yaml
 
+from netroot import bootmode
 from netroot.errors import UsageError
 from netroot.inventory import Inventory
 from netroot.paths import project_file
@@ -38,15 +39,6 @@ SERVER_TEMPLATES = {
     "kernel": ("exports.j2", SERVER_STATE_TEMPLATE),
     "ganesha": ("ganesha.conf.j2", "netroot-ganesha.j2", SERVER_STATE_TEMPLATE),
 }
-# The board role ships the first three inside the fourth (one raw script, one SSH round trip).
-BOARD_TEMPLATES = (
-    "netroot-mount.j2",
-    "netroot-chroot.j2",
-    "netroot-mount.service.j2",
-    "_board_apply.sh.j2",
-    "_board_boot_config.sh.j2",
-)
-NETBOOT_TEMPLATE = "cmdline.txt.j2"
 # What the server role adds when a board netboots (tasks/netboot.yml).
 DNSMASQ_TEMPLATES = ("dnsmasq.conf.j2", "netroot-dnsmasq.j2")
 
@@ -224,10 +216,9 @@ class Renderer:
         when it netboots, the cmdline.txt its TFTP directory gets."""
         facts = {"netroot_board_version": version or "<current>"}
         variables = self.variables(board, BOARD_ROLE, facts)
-        if variables.get("netroot_board_boot") == "netboot":
-            templates: tuple[str, ...] = (NETBOOT_TEMPLATE,)
-        else:
-            templates = BOARD_TEMPLATES
+        templates = bootmode.of(
+            str(variables.get("netroot_board_boot", bootmode.DEFAULT))
+        ).board_templates
         return [Rendered(board, t, self.render(t, board, variables)) for t in templates]
 
 
