@@ -20,14 +20,29 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from netroot.errors import EnvironmentMissing
 from netroot.paths import project_file, state_dir
-from netroot.provision.plan import RunPlan
 
 KEEP_RUNS = 10
 EventHandler = Callable[[Mapping[str, Any]], None]
+
+
+class Playbook(Protocol):
+    """One run's inputs, as the caller planned them (provision.plan.RunPlan is one): the
+    adapter is handed values and knows nothing of how they were decided."""
+
+    @property
+    def playbook(self) -> str: ...  # relative to playbooks/
+    @property
+    def inventory(self) -> Path: ...
+    @property
+    def limit(self) -> tuple[str, ...]: ...
+    @property
+    def extravars(self) -> Mapping[str, Any]: ...
+    @property
+    def cmdline(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -49,7 +64,7 @@ def _prune(base: Path, keep: int) -> None:
 
 
 def run_playbook(
-    plan: RunPlan,
+    plan: Playbook,
     on_event: EventHandler,
     *,
     base_dir: Path | None = None,
@@ -103,7 +118,7 @@ def _run(
     ansible_runner: Any,
     run_dir: Path,
     playbooks: Path,
-    plan: RunPlan,
+    plan: Playbook,
     handler: Callable[[Mapping[str, Any]], bool],
     path: str,
     interrupted: threading.Event,

@@ -5,14 +5,12 @@ from __future__ import annotations
 import io
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 from netroot.errors import EnvironmentMissing, NetrootError, UsageError
-from netroot.export import overlay
-from netroot.export.sources import SourceInfo, apply_stream
-from netroot.export.writer import Writer
 
 DAEMON_HINT = "start the Docker engine (`bash .ci/setup` starts dockerd) or set DOCKER_HOST"
 # create() needs a command even for images without one; it is never run.
@@ -33,7 +31,20 @@ def client() -> Any:
     return c
 
 
-def find_image(c: Any, ref: str) -> SourceInfo:
+@dataclass(frozen=True)
+class Image:
+    """What the local engine says of an image (values only: the export decides what to do)."""
+
+    ref: str
+    digest: str  # the image id
+    repo_tags: list[str] = field(default_factory=list)
+    created: str = ""
+    architecture: str = ""
+    size: int = 0
+    layers: list[str] = field(default_factory=list)  # RootFS layer digests, bottom first
+
+
+def find_image(c: Any, ref: str) -> Image:
     """Look the image up in the local engine only; a missing image is an error naming it."""
     import docker
 
@@ -48,8 +59,7 @@ def find_image(c: Any, ref: str) -> SourceInfo:
         raise UsageError(f"image {ref!r}: {exc.explanation or exc}") from None
     attrs = image.attrs
     arch = "/".join(x for x in (attrs.get("Architecture", ""), attrs.get("Variant", "")) if x)
-    return SourceInfo(
-        kind="image",
+    return Image(
         ref=ref,
         digest=str(image.id),
         repo_tags=list(image.tags),
@@ -160,27 +170,13 @@ def layer_dirs(container: Any, image_layers: int) -> list[str] | None:
     return dirs
 
 
-def apply_image(c: Any, info: SourceInfo, writer: Writer, via: str = "auto") -> None:
-    """Write a local image, labelling each file with the layer it comes from.
-
-    `auto` reads the engine's layer dirs when they are readable (no tar stream through the
-    daemon; files from layers shared with the previous version are hard-linked, not read),
-    else streams `docker export`; `docker-export` always streams.
-    """
-    with created(c, info.digest) as container:
-        dirs = layer_dirs(container, len(info.layers))
-        if dirs is not None and via == "auto":
-            writer.via = "layer-dirs"
-            overlay.apply_merged(dirs, info.layers, writer)
-            return
-        writer.via = "docker-export"
-        with export_stream(container) as stream:
-            try:
-                apply_stream(stream, writer, info.ref)
-            except docker_errors() as exc:
-                raise NetrootError(f"docker export {info.ref}: {exc}") from None
-        if dirs is not None:
-            writer.origins.update(overlay.origins(dirs, len(info.layers)))
+@contextmanager
+def image_files(c: Any, image: Image) -> Iterator[tuple[list[str] | None, Callable[[], IO[bytes]]]]:
+    """A container created (never started) from `image`, handed over as values: its overlay2
+    layer dirs when this process can read them (None otherwise), and a way to open its
+    flattened filesystem as a tar stream (`docker export`). Removed afterwards."""
+    with created(c, image.digest) as container:
+        yield layer_dirs(container, len(image.layers)), lambda: export_stream(container)
 
 
 def docker_errors() -> type[Exception]:

@@ -126,8 +126,8 @@ def export(
     without moving `current`, and moves it only once every board it targeted runs the new
     version, smoked green.
     """
+    from netroot.cli.source import name_for, open_source
     from netroot.export import service
-    from netroot.export.open import name_for, open_source
 
     app = get(ctx)
     export_root = _root(app, root)

@@ -125,7 +125,7 @@ def rollout(
     break_lock: bool = typer.Option(False, "--break-lock", help=BREAK_LOCK_HELP),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
-    from netroot.export.open import name_for, open_source
+    from netroot.cli.source import name_for, open_source
     from netroot.fleet.service import Fleet
     from netroot.provision.service import check_become
     from netroot.rollout import runner

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from netroot.cli.source import open_source
 from netroot.export import service as export_service
 from netroot.export.manifest import Layout
-from netroot.export.open import open_source
 from netroot.fleet import lock
 from netroot.fleet.outcome import Outcome
 from netroot.fleet.service import Fleet, provision_versions

@@ -1,4 +1,8 @@
-"""Open an export source: a tar path (rootfs or docker save) or an image in the local engine."""
+"""Open an export source: a tar path (rootfs or docker save) or an image in the local engine.
+
+Here the CLI joins the engine adapter to the export: the adapter hands over values (what the
+image is, its layer dirs, its export stream) and netroot.export.image writes them.
+"""
 
 from __future__ import annotations
 
@@ -29,14 +33,26 @@ def open_source(
 
         return info, apply_archive
     from netroot.adapters import docker
+    from netroot.export.image import apply_image
 
     client = docker.client()
     image = docker.find_image(client, source)
+    info = SourceInfo(
+        kind="image",
+        ref=image.ref,
+        digest=image.digest,
+        repo_tags=list(image.repo_tags),
+        created=image.created,
+        architecture=image.architecture,
+        size=image.size,
+        layers=list(image.layers),
+    )
 
-    def apply_image(writer: Any) -> None:
-        docker.apply_image(client, image, writer, via)
+    def write_image(writer: Any) -> None:
+        with docker.image_files(client, image) as (dirs, open_stream):
+            apply_image(info, dirs, open_stream, writer, via, docker.docker_errors())
 
-    return image, apply_image
+    return info, write_image
 
 
 def name_for(source: str, info: SourceInfo) -> str:
