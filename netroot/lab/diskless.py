@@ -2,7 +2,7 @@
 
 Debian's u-boot-qemu is the firmware (`-bios`): at power-on it asks DHCP for an address, runs
 the lab server's `boot.scr.uimg` and PXE-boots the kernel, initramfs and command line from the
-board's TFTP directory (netroot.netboot.uboot). Its NIC is an e1000: U-Boot 2023.01's virtio-net
+board's TFTP directory (netroot.remote.uboot). Its NIC is an e1000: U-Boot 2023.01's virtio-net
 driver sends DHCP from a wrong MAC (52:52:52:52:52:52) on this QEMU, which dnsmasq, answering
 the inventory's MACs only, ignores. A reboot resets the machine in the same process (no
 `-no-reboot`), so a `systemctl reboot` on the board is a network boot again; power-cycling is

@@ -4,7 +4,7 @@ A diskless board's root is the version itself, so the version must bring what a 
 needs: an init (systemd), sshd, sudo and the imaging user `pi` — the boards' tree as
 images/board/customize.sh makes it — plus the modules of the lab's kernel, and in
 /boot/firmware the kernel and initramfs that U-Boot loads from the board's TFTP directory
-(`vmlinuz`, `initrd.img`: netroot.netboot.tree serves them). Identity (hostname, machine-id)
+(`vmlinuz`, `initrd.img`: netroot.remote.tree serves them). Identity (hostname, machine-id)
 comes from cmdline.txt, the SSH host key and authorized_keys from the lab's seed; none is baked in.
 """
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from netroot.bootmode.netboot import CMDLINE_TEMPLATE
 from netroot.errors import UsageError
 from netroot.inventory import Board
-from netroot.netboot.tree import BoardBoot
+from netroot.remote.tree import BoardBoot
 from netroot.templating import BOARD_ROLE, Renderer
 
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from netroot.errors import Exit
 from netroot.inventory import Inventory
-from netroot.provision import nfs_check
 from netroot.provision.events import Summary
 from netroot.provision.plan import RunPlan, build
+from netroot.remote import nfs_check
 from netroot.templating import Renderer, TemplateProblem
 
 EventHandler = Callable[[Mapping[str, Any], Summary], None]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from netroot.provision.nfs_check import BEGIN, END, check_exports, check_ganesha, main
+from netroot.remote.nfs_check import BEGIN, END, check_exports, check_ganesha, main
 
 
 def _block(text: str) -> str:

@@ -14,7 +14,7 @@ import pytest
 
 from netroot.inventory import load
 from netroot.paths import project_file
-from netroot.provision.nfs_check import BEGIN, END, check_exports, check_ganesha
+from netroot.remote.nfs_check import BEGIN, END, check_exports, check_ganesha
 from netroot.templating import BOARD_ROLE, Renderer, TemplateProblem
 
 HERE = Path(__file__).parent

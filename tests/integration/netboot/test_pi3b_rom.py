@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from netroot.inventory import load
-from netroot.netboot import dnsmasq, install, tree
+from netroot.netboot import dnsmasq, install
 from netroot.netboot.cmdline import board_boots
+from netroot.remote import tree
 from netroot.templating import Renderer
 from tests.integration.netboot.pxe_rom import parse_options
 

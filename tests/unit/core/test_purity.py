@@ -23,7 +23,7 @@ PURE = (
     "netroot.fleet.outcome",
     "netroot.provision.plan",
     "netroot.templating",
-    "netroot.provision.nfs_check",
+    "netroot.remote.nfs_check",
     "netroot.netboot.cmdline",
     "netroot.netboot.dnsmasq",
     "netroot.smoke.report",

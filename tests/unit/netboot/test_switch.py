@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from netroot.errors import UsageError
-from netroot.netboot import switch
+from netroot.remote import switch
 
 from .conftest import make_version
 
@@ -132,7 +132,7 @@ def test_the_shipped_modules_run_with_nothing_but_themselves(
 ) -> None:
     # As on the server: python3 -I -m with only the shipped directory on the path.
     done = subprocess.run(
-        [sys.executable, "-S", "-B", "-m", "netroot.netboot.switch", "--apply"],
+        [sys.executable, "-S", "-B", "-m", "netroot.remote.switch", "--apply"],
         input=json.dumps(request(tmp_path, A)), capture_output=True, text=True, check=False,
         env={"PYTHONPATH": str(SHIPPED)}, cwd=tmp_path,
     )  # fmt: skip

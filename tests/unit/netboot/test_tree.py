@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from netroot.errors import UsageError
-from netroot.netboot import tree
-from netroot.netboot.tree import BoardBoot, apply_tree, plan_tree, scan_version
+from netroot.remote import tree
+from netroot.remote.tree import BoardBoot, apply_tree, plan_tree, scan_version
 
 from .conftest import make_version
 

@@ -6,8 +6,8 @@ import struct
 import zlib
 from pathlib import Path
 
-from netroot.netboot import uboot
-from netroot.netboot.tree import BoardBoot, apply_tree, plan_tree, scan_version
+from netroot.remote import uboot
+from netroot.remote.tree import BoardBoot, apply_tree, plan_tree, scan_version
 
 
 def test_script_image_is_what_mkimage_writes() -> None:

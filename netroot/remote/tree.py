@@ -14,13 +14,13 @@ the old directory or the new one, never a mix. The hash in a board directory's n
 cmdline, so a new cmdline for the same version is a new directory too.
 
 A version whose boot files hold `vmlinuz` (the lab's QEMU boards, booted by U-Boot: see
-netroot.netboot.uboot) gets, per board, `<serial>/pxelinux.cfg/01-<mac>` (`default` without a
+netroot.remote.uboot) gets, per board, `<serial>/pxelinux.cfg/01-<mac>` (`default` without a
 MAC) with the same cmdline,
 and the root gets U-Boot's `boot.scr.uimg`; a Pi firmware version needs neither.
 
 Planning (`scan_version`, `plan_tree`, `pending`) only reads; `apply_tree` writes. Standard
 library and netroot.errors/fsutil only: the server role ships these modules to the NFS server,
-where netroot.netboot.switch runs them (the tree lives there).
+where netroot.remote.switch runs them (the tree lives there).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pathlib import Path
 
 from netroot.errors import UsageError
 from netroot.fsutil import atomic_write, fsync_dir
-from netroot.netboot import uboot
+from netroot.remote import uboot
 
 # Where Raspberry Pi OS keeps the FAT boot partition's files in a root tree, newest first.
 BOOT_DIRS = ("boot/firmware", "boot")

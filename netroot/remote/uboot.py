@@ -6,7 +6,7 @@ it. netroot's script asks DHCP again, for the board's own boot file (dnsmasq nam
 `<serial>/pxelinux.0`, which need not exist: U-Boot takes its directory as the prefix of every
 PXE path), then runs `pxe get` + `pxe boot`, which read `<serial>/pxelinux.cfg/01-<mac>`
 (`default` for a board whose MAC is not known) — the board's directory, switched atomically
-like a Pi's (netroot.netboot.tree).
+like a Pi's (netroot.remote.tree).
 """
 
 from __future__ import annotations

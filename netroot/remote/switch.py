@@ -2,11 +2,11 @@
 
 The board role runs it on the server (delegated) for each board it switches:
 
-    PYTHONPATH=<lib> python3 -m netroot.netboot.switch [--check] < request.json
+    PYTHONPATH=<lib> python3 -m netroot.remote.switch [--check] < request.json
 
 with the request `{"root": TFTP_ROOT, "boards": [{"board", "serial", "version", "cmdline",
 "version_root", optionally "mac"}]}`. It scans each version's boot files, plans the tree
-(netroot.netboot.tree) and applies it under an exclusive lock on `<root>/.lock` (Ansible
+(netroot.remote.tree) and applies it under an exclusive lock on `<root>/.lock` (Ansible
 switches several boards of a batch at once, each in its own process), printing one
 `changed: ...` line per change. With --check it prints what it would change and writes
 nothing. A refusal is one line on stderr, exit 1. The server has the netroot modules this
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from netroot.errors import UsageError
-from netroot.netboot.tree import (
+from netroot.remote.tree import (
     BoardBoot,
     VersionBoot,
     apply_tree,

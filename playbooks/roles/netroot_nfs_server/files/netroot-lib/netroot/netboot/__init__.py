@@ -1,1 +1,0 @@
-../../../../../../../netroot/netboot/__init__.py

@@ -1,1 +1,0 @@
-../../../../../../../netroot/netboot/uboot.py

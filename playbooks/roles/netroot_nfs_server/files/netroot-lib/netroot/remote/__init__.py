@@ -1,0 +1,1 @@
+../../../../../../../netroot/remote/__init__.py

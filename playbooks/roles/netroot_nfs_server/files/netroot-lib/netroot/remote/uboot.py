@@ -1,0 +1,1 @@
+../../../../../../../netroot/remote/uboot.py
