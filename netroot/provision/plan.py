@@ -147,6 +147,13 @@ def build(
         if not VERSION_RE.match(version):
             raise UsageError(f"{board}: version {version!r} is not a version id (hex)")
         overrides[board] = version
+    # A pinned board's version is decided here like any other, so the board role only ever
+    # receives a decision (it falls back to the image's `current`, read on the server, only
+    # for a board nobody decided for: the Python API called without versions).
+    for board in boards:
+        pin = inventory.boards[board].version
+        if pin and board not in overrides:
+            overrides[board] = pin
     for server in servers:
         check_server_vars(inventory, server)
     for board in boards:

@@ -75,7 +75,7 @@ def preflight(plan: RunPlan, inventory: Inventory) -> Renderer:
                 why = f"rendered line {first.line - 1} fails the exports check: {first.message}"
                 raise TemplateProblem(rendered.template, None, server, why)
     for board in plan.boards:
-        version = overrides.get(board) or inventory.boards[board].version
+        version = overrides.get(board)
         renderer.render_board(board, version)
     return renderer
 

@@ -43,6 +43,14 @@ def test_per_board_versions_become_overrides() -> None:
     plan = build(load(INVENTORY), ["pi-01"], versions={"pi-01": V}, extra_vars={"x": 1})
     assert plan.extravars == {"x": 1, "netroot_version_overrides": {"pi-01": V}}
     assert plan.as_dict()["extravars"]["netroot_version_overrides"] == {"pi-01": V}
+    pinned = next(b.name for b in load(INVENTORY).boards.values() if b.version)
+    # A pinned board gets its pin decided here too: the role never reads netroot_version.
+    plan = build(load(INVENTORY), [pinned])
+    assert plan.extravars["netroot_version_overrides"] == {
+        pinned: load(INVENTORY).boards[pinned].version
+    }
+    plan = build(load(INVENTORY), [pinned], versions={pinned: V})
+    assert plan.extravars["netroot_version_overrides"] == {pinned: V}  # a decision wins
     with pytest.raises(UsageError, match="not a board of this run"):
         build(load(INVENTORY), ["pi-01"], versions={"pi-02": V})
     with pytest.raises(UsageError, match="not a version id"):
