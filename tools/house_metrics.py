@@ -5,7 +5,8 @@
 Prints:
 - folder cycles: pairs of rooms (a sub-package of netroot, or a top-level module) that import
   each other, directly or round a longer loop; lazy imports inside functions count;
-- adapter importers: modules outside ADAPTER_USERS that import netroot.adapters;
+- adapter importers: modules outside the purity test's IO_MODULES that import netroot.adapters
+  (on a tree from before that list: outside adapters/, cli/ and lab/);
 - boot-mode branches: `if`, conditional expressions and comprehension filters whose test names
   the boot mode (`netboot`, `boot_mode`, `_netboot(...)`, or a comparison with "netboot"/"sd"),
   outside BOOT_MODE_HOME (the lab's, about how many diskless machines it builds, apart);
@@ -25,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 MAX_LINES = 400
-# The rooms that may call an adapter: the CLI, the lab, and the adapters themselves. A module
-# of any other room that needs a side effect receives it (a callable, a session) from these.
-ADAPTER_USERS = ("netroot.adapters", "netroot.cli", "netroot.lab")
+# The modules allowed to do IO (and so to use an adapter) are listed once, in the purity test.
+PURITY_TEST = Path("tests/unit/core/test_purity.py")
+NARROW = ("netroot.adapters", "netroot.cli", "netroot.lab")  # the list before there was one
 BOOT_MODE_HOME = "netroot.bootmode"
 LAB = "netroot.lab"
 BOOT_WORDS = ("netboot", "boot_mode", "_netboot")
@@ -138,13 +139,27 @@ def _under(module: str, prefixes: tuple[str, ...]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in prefixes)
 
 
-def measure(root: Path) -> dict[str, Any]:
+def io_modules(root: Path) -> tuple[str, ...]:
+    """IO_MODULES of the purity test (read with ast: the test is not imported); a tree from
+    before that list existed gets the adapters, the CLI and the lab."""
+    path = root / PURITY_TEST
+    tree = ast.parse(path.read_text(), str(path)) if path.is_file() else ast.Module([], [])
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "IO_MODULES" for t in node.targets
+        ):
+            return tuple(ast.literal_eval(node.value))
+    return NARROW
+
+
+def measure(root: Path, narrow: bool = False) -> dict[str, Any]:
     known = modules(root)
+    allowed = NARROW if narrow else io_modules(root)
     graph = {name: imports(name, path, known) for name, path in known.items()}
     adapter_importers = sorted(
         name
         for name, deps in graph.items()
-        if not _under(name, ADAPTER_USERS) and any(_under(d, ("netroot.adapters",)) for d in deps)
+        if not _under(name, allowed) and any(_under(d, ("netroot.adapters",)) for d in deps)
     )
     branches = {
         f"{n}:{line}" for n, line in boot_branches(known) if not _under(n, (BOOT_MODE_HOME,))
@@ -162,6 +177,7 @@ def measure(root: Path) -> dict[str, Any]:
         "boot_mode_branches": sorted(branches - lab),
         "lab_diskless_branches": sorted(lab),
         "modules_over_400_lines": {n: c for n, c in sorted(lengths.items()) if c > MAX_LINES},
+        "io_modules_allowed": list(allowed),
     }
 
 
@@ -169,8 +185,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", nargs="?", type=Path, default=Path(__file__).parents[1])
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--narrow",
+        action="store_true",
+        help="count adapter importers outside adapters/, cli/ and lab/ only (not IO_MODULES)",
+    )
     args = parser.parse_args(argv)
-    figures = measure(args.root)
+    figures = measure(args.root, args.narrow)
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0

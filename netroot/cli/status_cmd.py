@@ -22,15 +22,17 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
     """What each board runs vs. what it should run; exit 1 when any board drifts."""
+    from netroot.fleet.probe import observe_all
     from netroot.fleet.service import Fleet
-    from netroot.fleet.status import collect
+    from netroot.fleet.status import board_status
 
     app = get(ctx)
     fleet = Fleet(app.inventory())
     inv = fleet.inventory
     boards = inv.resolve(targets) if targets else list(inv.boards.values())
     state = fleet.load()  # read-only: status never waits for, nor takes, the writer's lock
-    rows = collect(boards, state, fleet.desired(boards, state))
+    # Observe every board (one SSH round trip each), then compare with the state and the rule.
+    rows = board_status(boards, state, observe_all(boards), fleet.desired(boards, state))
     if as_json:
         app.out.json({"boards": [r.to_dict() for r in rows]})
     else:

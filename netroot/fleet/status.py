@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from netroot.fleet.desired import Desired
-from netroot.fleet.facts import BoardFacts, observe_all
+from netroot.fleet.facts import BoardFacts
 from netroot.fleet.state import State
 from netroot.inventory import Board
 
@@ -64,8 +64,3 @@ def board_status(
             )
         )
     return rows
-
-
-def collect(boards: list[Board], state: State, desired: Mapping[str, Desired]) -> list[BoardStatus]:
-    """Observe every board, then compare with the recorded and desired state."""
-    return board_status(boards, state, observe_all(boards), desired)

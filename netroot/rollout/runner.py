@@ -42,7 +42,7 @@ class RolloutOutcome:
 
 def observe_boards(boards: list[Board]) -> dict[str, Any]:
     """What each board has mounted, over SSH (read-only)."""
-    from netroot.fleet.facts import observe_all
+    from netroot.fleet.probe import observe_all
 
     return {name: facts for name, (facts, _err) in observe_all(boards).items()}
 

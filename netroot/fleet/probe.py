@@ -1,0 +1,30 @@
+"""The status probe's one SSH round trip per board, all boards in parallel (the IO half of
+fleet/facts.py)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from netroot.adapters.ssh import Session, Unreachable, sudo_refused
+from netroot.fleet.facts import PROBE, BoardFacts, parse_probe
+from netroot.inventory import Board
+from netroot.sshtarget import target_for
+
+
+def observe(board: Board) -> tuple[BoardFacts | None, str]:
+    try:
+        with Session(target_for(board.host), connect_timeout=10) as session:
+            res = session.run_privileged(PROBE, timeout=60)
+        stderr = res.stderr.decode(errors="replace")
+        refused = sudo_refused(session.target, res.rc, stderr)
+        if refused:
+            return None, refused
+        return parse_probe(res.stdout.decode(errors="replace"), board.mode), ""
+    except Unreachable as exc:
+        return None, exc.message
+
+
+def observe_all(boards: list[Board]) -> dict[str, tuple[BoardFacts | None, str]]:
+    """Observe every board in parallel (SSH round trips are slow on TCG boards)."""
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(boards)))) as pool:
+        return dict(zip((b.name for b in boards), pool.map(observe, boards), strict=True))
