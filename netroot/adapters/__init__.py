@@ -1,1 +1,2 @@
-"""Side-effecting adapters: docker, ssh, ansible, nfs, lab. One narrow module each."""
+"""Side-effecting adapters: the Docker engine, SSH, ansible-runner. One narrow module each;
+they take and return values and import nothing of netroot's rooms."""

@@ -1,1 +1,3 @@
-"""True netboot: the TFTP tree, the kernel command line and dnsmasq's proxy-DHCP config."""
+"""Netboot on the control host: each board's kernel command line, what each board boots, and
+dnsmasq's proxy-DHCP + TFTP config. The TFTP tree itself is built on the server by
+netroot/remote (tree, switch, uboot)."""

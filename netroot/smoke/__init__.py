@@ -1,1 +1,2 @@
-"""Smoke tests: testinfra checks inside each board's chroot, plus the QPU smoke test."""
+"""Smoke tests: testinfra checks in each board's version (its chroot, or its booted root), plus
+the QPU smoke test. Results are returned; the fleet records them (netroot/fleet)."""
