@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from netroot.errors import UsageError
+from netroot.errors import NetrootError, UsageError
 from netroot.fleet import lock
 from netroot.fleet.desired import Desired, desired_all
 from netroot.fleet.outcome import Outcome, from_smoke_status
@@ -71,15 +71,16 @@ class Fleet:
     def record_smoke_results(self, command: str, results: Iterable[tuple[str, str, bool]]) -> str:
         """Record (board, smoke status, reachable) under the writer's lock.
 
-        "" when recorded, else why not: this host does not see the export root, or another
-        writer holds the lock (a smoke never waits for, nor breaks, a rollout).
+        "" when recorded, else why not: this host does not see the export root, cannot write
+        in it, or another writer holds the lock (a smoke never waits for, nor breaks, a
+        rollout). The smoke's own report and exit code do not depend on it.
         """
         if not self.root.is_dir():
             return f"the export root {self.root} is not on this host"
         try:
             with self.writing(command) as state:
                 record_smoke(state, results)
-        except lock.LockHeld as exc:
+        except NetrootError as exc:  # LockHeld, or the lock cannot be written (read-only root)
             return exc.message
         return ""
 
