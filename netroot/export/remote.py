@@ -63,6 +63,16 @@ LIB_MODULES = (
 )
 RSYNC_FLAGS = ("-aHAX", "--numeric-ids", "--sparse", "--delete", "--stats", "--timeout=300")
 PR_SET_PDEATHSIG = 1
+# What ssh says when it cannot log in (rsync then exits 12 or 255, depending on timing).
+SSH_FAILURES = (
+    "Host key verification failed",
+    "Permission denied (",
+    "Connection refused",
+    "Connection timed out",
+    "No route to host",
+    "Could not resolve hostname",
+    "Connection closed by remote host",
+)
 
 
 @dataclass
@@ -108,8 +118,10 @@ def _spawn(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
 
 
 def _ssh_failure(target: SshTarget, what: str, rc: int, stderr: str) -> NetrootError:
-    lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    last = lines[-1].strip() if lines else f"exit {rc}"
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    # rsync ends with its own summary ("rsync error: ... (code 255)"): ssh's reason is before.
+    own = [line for line in lines if not line.startswith(("rsync error", "rsync: "))]
+    last = (own or lines or [f"exit {rc}"])[-1]
     if "password is required" in stderr or "a terminal is required" in stderr:
         return UsageError(
             f"{target.name}: sudo -n asks {target.user} for a password ({what})",
@@ -121,7 +133,7 @@ def _ssh_failure(target: SshTarget, what: str, rc: int, stderr: str) -> NetrootE
             "free space there or prune old versions; current is unchanged",
             Exit.ENVIRONMENT,
         )
-    if rc == 255:
+    if rc == 255 or any(marker in stderr for marker in SSH_FAILURES):
         return NetrootError(
             f"{target.name}: ssh {target.user}@{target.host}:{target.port} failed: {last}",
             "check the server's address, key and known_hosts in the inventory",
