@@ -271,3 +271,51 @@ def test_bad_inputs_one_line(
     assert words in done.stderr.splitlines()[0]
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) <= 2
     assert not (remote.root / "img" / "versions").exists() or remote.visible()[1] == []
+
+
+@pytest.fixture
+def sudo_user(host: NetnsHost) -> Iterator[tuple[str, Path]]:
+    """A login user with passwordless sudo on the (shared) machine, removed afterwards."""
+    if shutil.which("sudo") is None or shutil.which("useradd") is None:
+        pytest.skip("sudo or useradd is not installed")
+    user = f"nrx{os.urandom(3).hex()}"
+    sudoers = Path(f"/etc/sudoers.d/{user}")
+    # sshd reads the shared authorized_keys file as that user: let it through the test's
+    # private directories for as long as the user exists.
+    keys = host.workdir / "authorized_keys"
+    opened = [keys, *[d for d in keys.parents if d != Path("/")]]
+    modes = {path: path.stat().st_mode & 0o7777 for path in opened}
+    subprocess.run(["useradd", "-M", "-d", "/nonexistent", "-s", "/bin/sh", user], check=True)
+    try:
+        keys.chmod(modes[keys] | 0o004)
+        for directory in opened[1:]:
+            directory.chmod(modes[directory] | 0o001)
+        # '*' instead of useradd's '!': sshd (UsePAM no) refuses a locked account's key login.
+        subprocess.run(["usermod", "-p", "*", user], check=True)
+        sudoers.write_text(f"{user} ALL=(ALL) NOPASSWD: ALL\n")
+        sudoers.chmod(0o440)
+        yield user, sudoers
+    finally:
+        sudoers.unlink(missing_ok=True)
+        subprocess.run(["userdel", user], check=False, capture_output=True)
+        for path, mode in modes.items():
+            path.chmod(mode)
+
+
+def test_become_through_sudo(
+    host: NetnsHost, tmp_path: Path, fidelity_tar: Path, sudo_user: tuple[str, Path]
+) -> None:
+    user, sudoers = sudo_user
+    remote = _remote(host, tmp_path / "become", ansible_user=user, ansible_become=True)
+    out = _ok(remote.export(fidelity_tar))
+    tree = remote.root / "img" / "versions" / out["version"]
+    st = os.lstat(tree / "home-owned")
+    assert (st.st_uid, st.st_gid) == (1234, 4321)  # root on the server wrote it, not the user
+    assert os.lstat(remote.root / "img").st_uid == 0
+    # Without passwordless sudo: one line saying so, never a prompt, nothing visible.
+    sudoers.unlink()
+    other = _remote(host, tmp_path / "nopw", ansible_user=user, ansible_become=True)
+    done = other.export(fidelity_tar)
+    assert done.returncode == 2, done.stderr
+    assert "password" in done.stderr.splitlines()[0] and "Traceback" not in done.stderr
+    assert not (other.root / "img").exists()
