@@ -152,6 +152,12 @@ def export(
 
     app = get(ctx)
     server = _remote_server(app, root)
+    if server is not None and keep:
+        raise UsageError(
+            f"--keep: pruning the export root on {server.name} needs the fleet state (which "
+            "versions boards are assigned), not read over SSH yet",
+            "export without --keep, and prune on the server",
+        )
     export_root = Path(server.export_root) if server else _root(app, root)
     with _progress(app) as bar:
         # The bar is up while the source is read to identify it (a whole archive is hashed).
