@@ -320,13 +320,20 @@ def export_remote(
         )
         mine = Layout(local, name)
         links = [f"--link-dest={base}" for base in hello["bases"]]
-        stats = _rsync(
-            target,
-            [f"{mine.version_dir(vid)}/"],
-            f"{hello['staging']}/",
-            [*RSYNC_FLAGS, *links],
-            f"sending {name} {vid}",
-        )
+        try:
+            stats = _rsync(
+                target,
+                [f"{mine.version_dir(vid)}/"],
+                f"{hello['staging']}/",
+                [*RSYNC_FLAGS, *links],
+                f"sending {name} {vid}",
+            )
+        except NetrootError as exc:
+            # A full disk frees what was staged; anything else (a dropped connection) keeps
+            # it for the next run to resume.
+            if exc.code == Exit.ENVIRONMENT and "no space" in exc.message:
+                session.request({"op": "abort"})
+            raise
         text = mine.manifest_path(vid).read_bytes()
         done = session.request({"op": "commit", "manifest_bytes": len(text), **request}, text)
     finally:

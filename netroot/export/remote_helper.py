@@ -194,6 +194,11 @@ def session(root: Path, name: str, vid: str) -> int:
     request = json.loads(line)
     if not isinstance(request, dict):
         raise ValueError("a request is a JSON object")
+    if request.get("op") == "abort":
+        # The transfer failed for good (a full disk): give the space back, commit nothing.
+        remove_tree(str(staged), ignore)
+        _reply({"ok": True, "aborted": True})
+        return 0
     if request.get("op") == "commit" and not exists:
         text = sys.stdin.buffer.read(int(request["manifest_bytes"])).decode()
         manifest = Manifest.from_json(text)

@@ -319,3 +319,38 @@ def test_become_through_sudo(
     assert done.returncode == 2, done.stderr
     assert "password" in done.stderr.splitlines()[0] and "Traceback" not in done.stderr
     assert not (other.root / "img").exists()
+
+
+def test_full_disk_on_the_server_leaves_nothing(tmp_path: Path, fidelity_tar: Path) -> None:
+    root = tmp_path / "full" / "server-root"
+    root.mkdir(parents=True)
+    try:
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=24m", "netroot-enospc", str(root)],
+            check=True,
+            capture_output=True,
+        )
+    except subprocess.CalledProcessError as exc:
+        pytest.skip(f"cannot mount a small tmpfs here: {exc.stderr}")
+    try:
+        # A host of its own, started after the mount: its sshd's mount namespace has it.
+        (tmp_path / "h").mkdir()
+        with netns_host(tmp_path / "h") as host:
+            _full_disk(_remote(host, tmp_path / "full"), fidelity_tar, tmp_path)
+    finally:
+        subprocess.run(["umount", "-l", str(root)], check=False)
+
+
+def _full_disk(remote: Remote, fidelity_tar: Path, tmp_path: Path) -> None:
+    vid = _ok(remote.export(fidelity_tar))["version"]
+    bulk = tmp_path / "bulk.tar"
+    write_bulk_rootfs(bulk, 40 << 20, 200, seed=0)
+    done = remote.export(bulk)
+    assert done.returncode == 5, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert "no space left" in lines[0] and len(lines) == 2 and "Traceback" not in done.stderr
+    assert remote.visible() == (f"versions/{vid}", [vid, f"{vid}.json"])
+    assert os.listdir(remote.root / "img" / ".staging") == []  # the space is given back
+    # --keep needs the fleet state, not read over SSH yet: refused before anything runs.
+    keep = remote.export(bulk, "--keep", "1")
+    assert keep.returncode == 2 and "--keep" in keep.stderr.splitlines()[0]
