@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import re
 import shlex
 import signal
@@ -153,24 +154,54 @@ def _remote_dest(target: SshTarget, path: str) -> str:
 
 
 def _rsync(
-    target: SshTarget, sources: list[str], dest: str, extra: list[str], what: str
+    target: SshTarget,
+    sources: list[str],
+    dest: str,
+    extra: list[str],
+    what: str,
+    progress: Progress | None = None,
 ) -> dict[str, int]:
     """Run rsync to the server as root there; its --stats numbers."""
     rsync_path = f"sudo -n -u {shlex.quote(target.become_user)} rsync" if target.sudo else "rsync"
     argv = [
         "rsync",
         *extra,
+        *(["--info=progress2"] if progress is not None else []),
         "-e",
         shlex.join(ssh_argv(target)),
         f"--rsync-path={rsync_path}",
         *sources,
         _remote_dest(target, dest),
     ]
-    proc = _spawn(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = proc.communicate()
-    if proc.returncode != 0:
-        raise _ssh_failure(target, what, proc.returncode, err.decode(errors="replace"))
-    return parse_stats(out.decode(errors="replace"))
+    # stderr to a file: a pipe nobody reads while stdout is followed could fill and block.
+    with tempfile.TemporaryFile() as err:
+        proc = _spawn(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        out = _follow(lambda: os.read(fd, 65536), progress)
+        rc = proc.wait()
+        err.seek(0)
+        if rc != 0:
+            raise _ssh_failure(target, what, rc, err.read().decode(errors="replace"))
+    return parse_stats(out)
+
+
+def _follow(read: Callable[[], bytes], progress: Progress | None) -> str:
+    """rsync's output; its --info=progress2 lines ("1,234  5%  ... (xfr#3, ...)") reported."""
+    seen: list[bytes] = []
+    pending = b""
+    while chunk := read():
+        seen.append(chunk)
+        if progress is None:
+            continue
+        *lines, pending = re.split(rb"[\r\n]", pending + chunk)
+        for line in reversed(lines):  # the newest complete progress line is enough
+            m = re.match(rb"\s*([\d,]+)\s+\d+%", line)
+            if m:
+                files = re.search(rb"xfr#(\d+)", line)
+                progress(int(m.group(1).replace(b",", b"")), int(files.group(1)) if files else 0)
+                break
+    return b"".join(seen).decode(errors="replace")
 
 
 def parse_stats(text: str) -> dict[str, int]:
@@ -327,6 +358,7 @@ def export_remote(
                 f"{hello['staging']}/",
                 [*RSYNC_FLAGS, *links],
                 f"sending {name} {vid}",
+                progress,
             )
         except NetrootError as exc:
             # A full disk frees what was staged; anything else (a dropped connection) keeps

@@ -224,3 +224,17 @@ def test_ssh_and_stats() -> None:
     nobecome = NfsServer(Host("s", {"ansible_user": "pi"}, frozenset()), "/x", "kernel", "1.2.3.4")
     with pytest.raises(Exception, match="needs root on the server"):
         remote.remote_target(nobecome)
+
+
+def test_rsync_progress_lines_drive_the_bar() -> None:
+    chunks = iter(
+        [
+            b"      1,024   0%    0.00kB/s    0:00:00 (xfr#1, to-chk=9/11)\r  ",
+            b"   2,097,152  50%   10.00MB/s    0:00:01 (xfr#4, to-chk=2/11)\r",
+            b"\nNumber of files: 11\nTotal bytes sent: 2,100,000\n",
+        ]
+    )
+    seen: list[tuple[int, int]] = []
+    out = remote._follow(lambda: next(chunks, b""), lambda b, f: seen.append((b, f)))
+    assert seen == [(1024, 1), (2_097_152, 4)]
+    assert remote.parse_stats(out)["total bytes sent"] == 2_100_000
