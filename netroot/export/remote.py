@@ -237,9 +237,11 @@ class Session:
 
     def __init__(self, target: SshTarget, lib: str, root: str, name: str, vid: str) -> None:
         self.target = target
+        # As root: -P and `cd /` keep the login's directory off sys.path (nothing there can
+        # shadow the shipped modules), -s leaves out root's user site-packages.
         command = (
-            f"PYTHONPATH={shlex.quote(lib)} exec python3 -m netroot.export.remote_helper "
-            + shlex.join([root, name, vid])
+            f"cd / && PYTHONPATH={shlex.quote(lib)} exec python3 -P -s -m "
+            "netroot.export.remote_helper " + shlex.join([root, name, vid])
         )
         self.proc = _spawn(
             [*ssh_argv(target), target.host, target.privileged(command)],

@@ -33,6 +33,7 @@ from netroot.errors import NetrootError
 from netroot.export.fstree import ignore, remove_tree
 from netroot.export.manifest import (
     VERSION_RE,
+    Entry,
     Layout,
     Manifest,
     check_name,
@@ -110,9 +111,51 @@ def prune(layout: Layout, keep: int, protected: set[str]) -> list[str]:
     return removed
 
 
-def verify_staged(staged: Path, manifest: Manifest) -> list[str]:
-    """Differences between the staged tree (re-hashed from disk) and its manifest."""
-    actual = scan(str(staged))
+def _inode_digests(layout: Layout, bases: list[str]) -> dict[tuple[int, int], str]:
+    """(device, inode) -> content digest of every regular file of committed versions `bases`."""
+    found: dict[tuple[int, int], str] = {}
+    for vid in bases:
+        root = layout.version_dir(vid)
+        entries = Manifest.from_json(layout.manifest_path(vid).read_text()).entries
+        for path, entry in entries.items():
+            if entry.kind == "f":
+                try:
+                    st = os.lstat(f"{root}/{path}")
+                except OSError:
+                    continue
+                found[(st.st_dev, st.st_ino)] = entry.data
+    return found
+
+
+def _linked(staged: Path, inodes: dict[tuple[int, int], str]) -> dict[str, Entry]:
+    """Staged files that are hard links to a committed version's file, with its digest."""
+    known: dict[str, Entry] = {}
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        with os.scandir(f"{staged}/{rel}" if rel else str(staged)) as it:
+            for de in it:
+                path = f"{rel}/{de.name}" if rel else de.name
+                if de.is_dir(follow_symlinks=False):
+                    stack.append(path)
+                elif de.is_file(follow_symlinks=False):
+                    st = de.stat(follow_symlinks=False)
+                    digest = inodes.get((st.st_dev, st.st_ino))
+                    if digest is not None:
+                        known[path] = Entry("f", 0, 0, 0, 0, 0, digest)
+    return known
+
+
+def verify_staged(staged: Path, manifest: Manifest, layout: Layout, bases: list[str]) -> list[str]:
+    """Differences between the staged tree and its manifest, every path's metadata from disk.
+
+    Content is re-hashed, except a file rsync hard-linked to a committed version's (the same
+    inode, so the same bytes: versions are never modified in place, and that version was
+    verified when it was committed): its digest is that version's manifest's. A re-export
+    then re-hashes what changed, not the whole image.
+    """
+    linked = _linked(staged, _inode_digests(layout, bases)) if bases else {}
+    actual = scan(str(staged), digests=linked)
     differences = diff_entries(manifest.entries, actual)
     if not differences and tree_hash(actual) != manifest.tree_hash:
         differences = [f"tree hash {tree_hash(actual)} != manifest {manifest.tree_hash}"]
@@ -205,7 +248,7 @@ def session(root: Path, name: str, vid: str) -> int:
         if manifest.version != vid or manifest.name != name:
             _reply({"ok": False, "error": f"manifest is {manifest.name}@{manifest.version}"})
             return 1
-        differences = verify_staged(staged, manifest)
+        differences = verify_staged(staged, manifest, layout, bases[:LINK_BASES])
         if differences:
             remove_tree(str(staged), ignore)  # a resumed run must not trust it: sent afresh
             _reply({"ok": False, "differences": differences[:20], "count": len(differences)})

@@ -56,7 +56,7 @@ def lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
 class Helper:
     def __init__(self, lib: Path, root: Path, vid: str, name: str = "img") -> None:
         self.proc = subprocess.Popen(
-            [PYTHON, "-s", "-m", "netroot.export.remote_helper", str(root), name, vid],
+            [PYTHON, "-P", "-s", "-m", "netroot.export.remote_helper", str(root), name, vid],
             env={"PYTHONPATH": str(lib), "PATH": "/usr/bin:/bin"},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -142,6 +142,25 @@ def test_commit_verifies_on_the_server_then_switches(lib: Path, tmp_path: Path) 
     third = Helper(lib, server, v2)
     assert third.hello["bases"] == [str(layout.version_dir(vid))]
     _copy_tree(mirror.version_dir(v2), Path(third.hello["staging"]))
+    staged_new = Path(third.hello["staging"]) / "etc" / "new"
+    st = staged_new.stat()
+    staged_new.write_bytes(b"N")  # same size and mtime, other bytes: only a hash sees it
+    os.utime(staged_new, ns=(st.st_mtime_ns, st.st_mtime_ns))
+    refused = _commit(third, mirror, v2, switch=False, keep=1)
+    assert not refused["ok"] and any("etc/new" in d for d in refused["differences"])
+    third = Helper(lib, server, v2)
+    if shutil.which("rsync"):  # as the control host sends it: unchanged files hard-linked
+        subprocess.run(
+            ["rsync", "-aHAX", "--numeric-ids", f"--link-dest={third.hello['bases'][0]}",
+             f"{mirror.version_dir(v2)}/", f"{third.hello['staging']}/"],
+            check=True,
+        )  # fmt: skip
+        linked = Path(third.hello["staging"]) / "etc" / "os-release"
+        assert (
+            linked.stat().st_ino == (layout.version_dir(vid) / "etc" / "os-release").stat().st_ino
+        )
+    else:
+        _copy_tree(mirror.version_dir(v2), Path(third.hello["staging"]))
     done = _commit(third, mirror, v2, switch=False, keep=1)
     # keep=1 keeps the newest (v2) and current (v1): nothing pruned; current did not move.
     assert done["switched"] is False and done["pruned"] == [] and done["current"] == vid
