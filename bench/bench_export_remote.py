@@ -10,7 +10,8 @@ work and rsync's protocol over a veth, not a real network's bandwidth. Reports:
 - remote cold export / local cold export of the same rootfs tar (--root on this host);
 - remote cold export / bare rsync of the same tree to the server (the transfer's floor);
 - a re-export after one small change (a few new files, as one image layer would add):
-  bytes rsync sent over SSH against the version's size, and its time against the cold one.
+  bytes rsync sent over SSH against the version's size, its time against the cold one, and
+  against the same re-export to the local root.
 """
 
 from __future__ import annotations
@@ -123,6 +124,9 @@ def main() -> None:
             again_wall, again = _netroot(
                 work, "-i", str(inventory), "export", str(changed), "--name", "b"
             )
+            local_again_wall, _ = _netroot(
+                work, "export", str(changed), "--name", "b", "--root", str(work / "local")
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     size = again["bytes"]
@@ -140,6 +144,8 @@ def main() -> None:
         "reexport_sent_vs_version": round(again["bytes_sent"] / size, 4),
         "reexport_s": round(again_wall, 2),
         "reexport_vs_cold": round(again_wall / remote_wall, 2),
+        "local_reexport_s": round(local_again_wall, 2),
+        "reexport_remote_vs_local": round(again_wall / local_again_wall, 2),
     }
     print(json.dumps(report, indent=1))
 
