@@ -376,3 +376,22 @@ def test_transfer_reports_progress(remote: Remote, tmp_path: Path) -> None:
     assert done.bytes_sent > 16 << 20 and done.result.switched
     # rsync's progress lines (its files counted from the first, xfr#1) up to the whole tree.
     assert (1 in {f for _, f in seen}) and seen[-1][0] >= done.result.manifest.bytes
+
+
+def test_second_writer_on_the_server_is_refused(remote: Remote, fidelity_tar: Path) -> None:
+    from netroot.export.remote import Session, remote_target, ship_helper
+    from netroot.inventory import load
+
+    server = load(remote.inventory).server
+    target = remote_target(server)
+    ship_helper(target, str(remote.lib))
+    # Another control host's export of the same name, holding the lock on the server.
+    other = Session(target, str(remote.lib), str(remote.root), "img", "0" * 16)
+    try:
+        done = remote.export(fidelity_tar)
+        assert done.returncode == 6, done.stderr
+        assert "another export or prune of 'img'" in done.stderr.splitlines()[0]
+        assert remote.visible() == (None, [])
+    finally:
+        other.close()  # its ssh closes: the lock dies with the helper
+    assert _ok(remote.export(fidelity_tar))["switched"]
