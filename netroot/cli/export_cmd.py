@@ -282,14 +282,23 @@ def verify(
 
     app = get(ctx)
     name, vid = _split(target)
-    manifest, differences = service.verify(_root(app, root), name, vid)
+    server = _remote_server(app, root)
+    if server is not None:  # re-hashed on the server, by the export's helper
+        from netroot.export.remote import verify_remote
+
+        reply = verify_remote(server, name, vid)
+        version, files, tree = reply["version"], reply["files"], reply["tree_hash"]
+        differences: list[str] = reply["differences"]
+    else:
+        manifest, differences = service.verify(_root(app, root), name, vid)
+        version, files, tree = manifest.version, manifest.files, manifest.tree_hash
     if as_json:
         app.out.json(
             {
                 "name": name,
-                "version": manifest.version,
+                "version": version,
                 "ok": not differences,
-                "tree_hash": manifest.tree_hash,
+                "tree_hash": tree,
                 "differences": differences,
             }
         )
@@ -297,10 +306,10 @@ def verify(
         for line in differences:
             app.out.out.print(line, highlight=False, markup=False)
         if not differences:
-            app.out.info(f"{name}@{manifest.version}: ok ({manifest.files} entries)")
+            app.out.info(f"{name}@{version}: ok ({files} entries)")
     if differences:
         raise NetrootError(
-            f"{name}@{manifest.version}: {len(differences)} paths differ from the manifest",
+            f"{name}@{version}: {len(differences)} paths differ from the manifest",
             "a version must never change in place; re-export the image to a new version",
             Exit.CHECKS,
         )

@@ -232,6 +232,32 @@ def ship_helper(target: SshTarget, dest: str) -> None:
         _rsync(target, [f"{tmp}/netroot"], f"{dest}/", flags, "installing the export helper")
 
 
+def verify_remote(server: NfsServer, name: str, vid: str | None) -> dict[str, Any]:
+    """Re-hash a version on the server against its manifest there (reads only)."""
+    target = remote_target(server)
+    lib = lib_dir(server)
+    ship_helper(target, lib)
+    command = (
+        f"cd / && PYTHONPATH={shlex.quote(lib)} exec python3 -P -s -m "
+        "netroot.export.remote_helper --verify "
+        + shlex.join([server.export_root, check_name(name), vid or ""])
+    )
+    proc = _spawn(
+        [*ssh_argv(target), target.host, target.privileged(command)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    out, err = proc.communicate()
+    line = out.decode(errors="replace").strip()
+    if not line:
+        raise _ssh_failure(target, "verifying", proc.returncode, err.decode(errors="replace"))
+    reply: dict[str, Any] = json.loads(line.splitlines()[-1])
+    if not reply.get("ok"):
+        raise UsageError(f"{server.name}: {reply.get('error')}", f"see the server's {name}")
+    return reply
+
+
 class Session:
     """The helper session on the server: holds the export's lock there while it is open."""
 

@@ -6,6 +6,8 @@ python3, not netroot) and runs, over SSH with become:
 
     PYTHONPATH=<lib> python3 -m netroot.export.remote_helper ROOT NAME VID
 
+(`--verify ROOT NAME VID|""` instead re-hashes a committed version, read-only: `netroot verify`.)
+
 One session per export, speaking JSON lines on stdin/stdout. The helper takes the export name's
 lock (flock on ROOT/NAME/.lock, the same lock a local export takes, so it dies with this
 process: a control host killed mid-export releases it when SSH closes our stdin), removes what
@@ -258,12 +260,37 @@ def session(root: Path, name: str, vid: str) -> int:
     return 0
 
 
+def verify(root: Path, name: str, vid: str) -> int:
+    """Re-hash a committed version against its manifest (read-only: no lock, nothing written)."""
+    layout = Layout(root, check_name(name))
+    vid = vid or _current(layout) or ""
+    if not VERSION_RE.match(vid) or not layout.manifest_path(vid).is_file():
+        _reply({"ok": False, "error": f"no version {vid or 'current'!r} of {name!r} under {root}"})
+        return 2
+    manifest = Manifest.from_json(layout.manifest_path(vid).read_text())
+    differences = verify_staged(layout.version_dir(vid), manifest, layout, [])
+    _reply(
+        {
+            "ok": True,
+            "version": vid,
+            "files": manifest.files,
+            "tree_hash": manifest.tree_hash,
+            "differences": differences,
+        }
+    )
+    return 0
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 3:
-        sys.stderr.write("usage: remote_helper ROOT NAME VID\n")
+    verifying = argv[:1] == ["--verify"]
+    args = argv[1:] if verifying else argv
+    if len(args) != 3:
+        sys.stderr.write("usage: remote_helper [--verify] ROOT NAME VID\n")
         return 2
     try:
-        return session(Path(argv[0]), argv[1], argv[2])
+        if verifying:
+            return verify(Path(args[0]), args[1], args[2])
+        return session(Path(args[0]), args[1], args[2])
     except NetrootError as exc:
         _reply({"ok": False, "error": exc.message})
         return 2

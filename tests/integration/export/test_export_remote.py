@@ -153,6 +153,17 @@ def test_export_lands_on_the_server_verified_and_exact(remote: Remote, fidelity_
     # The same source again: a no-op that sends nothing.
     again = _ok(remote.export(fidelity_tar))
     assert again["noop"] and again["version"] == vid and again["bytes_sent"] == 0
+    # `netroot verify` re-hashes it on the server: ok, then a file changed in place is named.
+    checked = remote.run("verify", "img", "--json")
+    assert checked.returncode == 0 and json.loads(checked.stdout)["ok"], checked.stderr
+    secret = tree / "root" / "secret"
+    st = secret.stat()
+    secret.write_bytes(b"ROOT ONLY\n")  # same size and times: only the content hash differs
+    os.utime(secret, ns=(st.st_atime_ns, st.st_mtime_ns))
+    tampered = remote.run("verify", f"img@{vid}")
+    assert tampered.returncode == 3 and "root/secret" in tampered.stdout, tampered.stderr
+    missing = remote.run("verify", "img@" + "0" * 16)
+    assert missing.returncode == 2 and "no version" in missing.stderr.splitlines()[0]
     # Commands that read a local export root refuse a remote one in one line.
     listing = remote.run("versions", "img")
     assert listing.returncode == 2 and "is on that server" in listing.stderr
@@ -217,6 +228,7 @@ def test_kill9_mid_transfer_leaves_nothing_and_rerun_completes(
     tree = remote.root / "img" / "versions" / again["version"]
     manifest = Manifest.from_json((tree.parent / f"{again['version']}.json").read_text())
     assert scan(str(tree)) == manifest.entries
+    assert remote.run("verify", "img").returncode == 0
 
 
 def test_hostile_archive_writes_nothing_outside(remote: Remote, tmp_path: Path) -> None:
