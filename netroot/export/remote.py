@@ -140,7 +140,12 @@ def _ssh_failure(target: SshTarget, what: str, rc: int, stderr: str) -> NetrootE
             "check the server's address, key and known_hosts in the inventory",
             Exit.UNREACHABLE,
         )
-    if rc == 127 or "command not found" in stderr or "No such file or directory" in last:
+    if (
+        rc == 127
+        or "command not found" in stderr
+        or "No such file or directory" in last
+        or "Unknown option: -P" in stderr  # python3 older than 3.11
+    ):
         return EnvironmentMissing(
             f"{target.name}: {what}: {last}",
             "the server needs rsync and python3 >= 3.11 (apt-get install rsync python3)",

@@ -257,3 +257,22 @@ def test_rsync_progress_lines_drive_the_bar() -> None:
     out = remote._follow(lambda: next(chunks, b""), lambda b, f: seen.append((b, f)))
     assert seen == [(1024, 1), (2_097_152, 4)]
     assert remote.parse_stats(out)["total bytes sent"] == 2_100_000
+
+
+@pytest.mark.parametrize(
+    ("rc", "stderr", "code", "words"),
+    [
+        (255, "root@10.0.0.2: Permission denied (publickey).\n", 4, "Permission denied"),
+        (12, "Host key verification failed.\nrsync error: unexplained (code 12)\n", 4, "Host key"),
+        (1, "sudo: a password is required\n", 2, "password"),
+        (1, "sudo: rsync: command not found\nrsync: connection unexpectedly closed\n", 5, "rsync"),
+        (2, "Unknown option: -P\nusage: python3 [option]\n", 5, "python3"),
+        (11, "rsync: write failed on x: No space left on device (28)\n", 5, "no space left"),
+        (23, "rsync: some other trouble\n", 1, "some other trouble"),
+    ],
+)
+def test_ssh_failures_become_one_line(rc: int, stderr: str, code: int, words: str) -> None:
+    target = target_for(Host("nfs-01", {"ansible_host": "10.0.0.2"}, frozenset()))
+    exc = remote._ssh_failure(target, "sending", rc, stderr)
+    assert int(exc.code) == code
+    assert words in exc.message + exc.hint and "\n" not in exc.message
