@@ -237,6 +237,37 @@ def ship_helper(target: SshTarget, dest: str) -> None:
         _rsync(target, [f"{tmp}/netroot"], f"{dest}/", flags, "installing the export helper")
 
 
+def _send(
+    target: SshTarget,
+    tree: Path,
+    hello: dict[str, Any],
+    suspects: list[str],
+    progress: Progress | None,
+) -> dict[str, int]:
+    """rsync the tree into the server's staging dir; then the quick check's blind spots.
+
+    `suspects` are files a link-dest version has with the same size and mtime but other
+    bytes (the helper found them from the manifests): rsync's quick check would keep the old
+    bytes, so they are sent again with --checksum (a new inode replaces the linked one; the
+    committed version is never touched)."""
+    links = [f"--link-dest={base}" for base in hello["bases"]]
+    dest = f"{hello['staging']}/"
+    what = f"sending {tree.name}"
+    stats = _rsync(target, [f"{tree}/"], dest, [*RSYNC_FLAGS, *links], what, progress)
+    if suspects:
+        with tempfile.NamedTemporaryFile(prefix="netroot-suspects-") as listing:
+            # NUL-separated, as bytes: a name may hold a newline or bytes that are not UTF-8.
+            listing.write(b"".join(os.fsencode(path) + b"\0" for path in suspects))
+            listing.flush()
+            flags = ["-aHAX", "--numeric-ids", "--sparse", "--checksum", "--stats", "--from0"]
+            again = _rsync(
+                target, [f"{tree}/"], dest, [*flags, f"--files-from={listing.name}"], what
+            )
+        for key in ("total bytes sent", "literal data"):
+            stats[key] = stats.get(key, 0) + again.get(key, 0)
+    return stats
+
+
 def verify_remote(server: NfsServer, name: str, vid: str | None) -> dict[str, Any]:
     """Re-hash a version on the server against its manifest there (reads only)."""
     target = remote_target(server)
@@ -383,24 +414,17 @@ def export_remote(
             info, apply, local, name, keep=1, keep_host_keys=keep_host_keys, progress=progress
         )
         mine = Layout(local, name)
-        links = [f"--link-dest={base}" for base in hello["bases"]]
+        text = mine.manifest_path(vid).read_bytes()
+        suspects = session.request({"op": "collisions", "manifest_bytes": len(text)}, text)
         try:
-            stats = _rsync(
-                target,
-                [f"{mine.version_dir(vid)}/"],
-                f"{hello['staging']}/",
-                [*RSYNC_FLAGS, *links],
-                f"sending {name} {vid}",
-                progress,
-            )
+            stats = _send(target, mine.version_dir(vid), hello, suspects["paths"], progress)
         except NetrootError as exc:
             # A full disk frees what was staged; anything else (a dropped connection) keeps
             # it for the next run to resume.
             if exc.code == Exit.ENVIRONMENT and "no space" in exc.message:
                 session.request({"op": "abort"})
             raise
-        text = mine.manifest_path(vid).read_bytes()
-        done = session.request({"op": "commit", "manifest_bytes": len(text), **request}, text)
+        done = session.request({"op": "commit", **request})
     finally:
         session.close()
     seconds = time.monotonic() - started

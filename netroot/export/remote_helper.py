@@ -232,32 +232,69 @@ def session(root: Path, name: str, vid: str) -> int:
             "manifest": _summary(layout, vid) if exists else "",
         }
     )
-    # Bytes only: a text-mode readline would buffer the manifest bytes that follow the line.
-    line = sys.stdin.buffer.readline()
-    if not line.strip():
-        return 0  # the control host went away: staging/VID stays for the next run to resume
-    request = json.loads(line)
-    if not isinstance(request, dict):
-        raise ValueError("a request is a JSON object")
-    if request.get("op") == "abort":
-        # The transfer failed for good (a full disk): give the space back, commit nothing.
-        remove_tree(str(staged), ignore)
-        _reply({"ok": True, "aborted": True})
+    manifest: Manifest | None = None
+    text = ""
+    while True:
+        # Bytes only: a text-mode readline would buffer the manifest bytes after the line.
+        line = sys.stdin.buffer.readline()
+        if not line.strip():
+            return 0  # the control host went away: staging/VID stays for the next run
+        request = json.loads(line)
+        if not isinstance(request, dict):
+            raise ValueError("a request is a JSON object")
+        op = request.get("op")
+        if "manifest_bytes" in request:
+            text = sys.stdin.buffer.read(int(request["manifest_bytes"])).decode()
+            manifest = Manifest.from_json(text)
+            if manifest.version != vid or manifest.name != name:
+                _reply({"ok": False, "error": f"manifest is {manifest.name}@{manifest.version}"})
+                return 1
+        if op == "collisions" and manifest is not None:
+            _reply({"ok": True, "paths": collisions(layout, manifest, bases[:LINK_BASES])})
+            continue
+        if op == "abort":
+            # The transfer failed for good (a full disk): give the space back.
+            remove_tree(str(staged), ignore)
+            _reply({"ok": True, "aborted": True})
+            return 0
+        if op == "commit" and not exists:
+            if manifest is None:
+                raise ValueError("commit without a manifest")
+            differences = verify_staged(staged, manifest, layout, bases[:LINK_BASES])
+            if differences:
+                remove_tree(str(staged), ignore)  # a resumed run must not trust it
+                _reply({"ok": False, "differences": differences[:20], "count": len(differences)})
+                return 1
+            commit(layout, vid, text)
+        _reply(_finish(layout, vid, request))
         return 0
-    if request.get("op") == "commit" and not exists:
-        text = sys.stdin.buffer.read(int(request["manifest_bytes"])).decode()
-        manifest = Manifest.from_json(text)
-        if manifest.version != vid or manifest.name != name:
-            _reply({"ok": False, "error": f"manifest is {manifest.name}@{manifest.version}"})
-            return 1
-        differences = verify_staged(staged, manifest, layout, bases[:LINK_BASES])
-        if differences:
-            remove_tree(str(staged), ignore)  # a resumed run must not trust it: sent afresh
-            _reply({"ok": False, "differences": differences[:20], "count": len(differences)})
-            return 1
-        commit(layout, vid, text)
-    _reply(_finish(layout, vid, request))
-    return 0
+
+
+def collisions(layout: Layout, manifest: Manifest, bases: list[str]) -> list[str]:
+    """Files rsync's quick check would take from a --link-dest version although they differ.
+
+    rsync links (or copies) a link-dest file whose size and mtime (whole seconds) match,
+    without reading it: a changed file of the same size and time (a version string, a
+    config) would arrive with the old bytes. These must be sent with --checksum; with the
+    other names of their hard-link group, so the group stays whole.
+    """
+    found: set[str] = set()
+    for vid in bases:
+        old = Manifest.from_json(layout.manifest_path(vid).read_text()).entries
+        for path, entry in manifest.entries.items():
+            prev = old.get(path)
+            if (
+                entry.kind == "f"
+                and prev is not None
+                and prev.kind == "f"
+                and prev.size == entry.size
+                and prev.mtime_ns // 10**9 == entry.mtime_ns // 10**9
+                and prev.data != entry.data
+            ):
+                found.add(path)
+    groups = {manifest.entries[p].group for p in found} - {""}
+    found |= {p for p, e in manifest.entries.items() if e.group and e.group in groups}
+    return sorted(found)
 
 
 def verify(root: Path, name: str, vid: str) -> int:

@@ -407,3 +407,19 @@ def test_second_writer_on_the_server_is_refused(remote: Remote, fidelity_tar: Pa
     finally:
         other.close()  # its ssh closes: the lock dies with the helper
     assert _ok(remote.export(fidelity_tar))["switched"]
+
+
+def test_docker_image_one_layer_change(remote: Remote, docker_client: Any, tmp_path: Path) -> None:
+    """Images in the local engine: the second differs from the first in its top layer only."""
+    from tests.integration.export import dockerkit
+
+    one, two = "netroot-test/export-remote:1", "netroot-test/export-remote:2"
+    dockerkit.build_bulk(tmp_path / "a", one, 32 << 20, b"v1\n")
+    dockerkit.build_bulk(tmp_path / "a", two, 32 << 20, b"v2\n")  # same lower layers
+    first = _ok(remote.export(Path(one)))
+    second = _ok(remote.export(Path(two)))
+    assert second["version"] != first["version"]
+    assert second["bytes_sent"] < 0.05 * second["bytes"], (second["bytes_sent"], second["bytes"])
+    tree = remote.root / "img" / "versions" / second["version"]
+    assert (tree / "app" / "version").read_bytes() == b"v2\n"
+    assert remote.run("verify", "img").returncode == 0

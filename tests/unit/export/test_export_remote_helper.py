@@ -71,12 +71,15 @@ class Helper:
         reply: dict[str, Any] = json.loads(line)
         return reply
 
-    def send(self, request: dict[str, Any], payload: bytes = b"") -> dict[str, Any]:
+    def send(
+        self, request: dict[str, Any], payload: bytes = b"", last: bool = True
+    ) -> dict[str, Any]:
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps(request).encode() + b"\n" + payload)
         self.proc.stdin.flush()
         reply = self.read()
-        self.proc.wait(timeout=30)
+        if last:
+            self.proc.wait(timeout=30)
         return reply
 
     def close(self) -> int:
@@ -276,3 +279,25 @@ def test_ssh_failures_become_one_line(rc: int, stderr: str, code: int, words: st
     exc = remote._ssh_failure(target, "sending", rc, stderr)
     assert int(exc.code) == code
     assert words in exc.message + exc.hint and "\n" not in exc.message
+
+
+@pytest.mark.skipif(not Path(PYTHON).exists(), reason="no system python3")
+def test_collisions_names_same_size_and_time_with_other_bytes(lib: Path, tmp_path: Path) -> None:
+    v1 = _build(tmp_path, ROOTFS, "v1").manifest.version
+    mirror = Layout(tmp_path / "mirror", "img")
+    server = tmp_path / "server"
+    first = Helper(lib, server, v1)
+    _copy_tree(mirror.version_dir(v1), Path(first.hello["staging"]))
+    assert _commit(first, mirror, v1, switch=True)["ok"]
+    # v2: os-release and the hard-linked tool keep their size and mtime, not their bytes.
+    changed = [
+        Spec("etc/os-release", data=b"ID=tesT\n") if s.name == "etc/os-release" else s
+        for s in ROOTFS
+    ]
+    changed[1] = Spec("bin/tool", data=b"TOOL" * 1000, mode=0o4755)
+    v2 = _build(tmp_path, changed, "v2").manifest.version
+    second = Helper(lib, server, v2)
+    text = mirror.manifest_path(v2).read_bytes()
+    reply = second.send({"op": "collisions", "manifest_bytes": len(text)}, text, last=False)
+    assert reply["paths"] == ["bin/alias", "bin/tool", "etc/os-release"]
+    assert second.close() == 0
