@@ -83,6 +83,10 @@ class NfsServer:
     backend: str
     address: str  # the address boards mount from
     tftp_root: str = "/srv/netroot-tftp"  # netboot boards' boot files (dnsmasq's tftp-root)
+    # netroot_export_remote: export_root is a path on the server, reached over SSH (rsync and
+    # a helper there); false: a path on this control host (netroot runs on the server, or on
+    # a host that mounts its export root).
+    remote: bool = False
 
     @property
     def name(self) -> str:
@@ -281,8 +285,12 @@ def _server(host: Host, path: Path) -> NfsServer:
         or ".." in tftp_root.split("/")
     ):
         raise _field(host.name, "netroot_tftp_root", "an absolute path", tftp_root, path)
+    remote = host.vars.get("netroot_export_remote", False)
+    if not isinstance(remote, bool):
+        raise _field(host.name, "netroot_export_remote", "true or false", remote, path)
     return NfsServer(
         host=host,
+        remote=remote,
         export_root=root.rstrip("/") or "/",
         backend=str(backend),
         address=_address(host, "netroot_nfs_address", path),

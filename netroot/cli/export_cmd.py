@@ -22,7 +22,9 @@ ROOT_HELP = (
 EXPORT_EPILOG = (
     "Exit codes: 0 exported (or already there), 1 failed (current unchanged), 2 bad input "
     "(unknown image, not a tar, unsafe archive member, unwritable root), 5 Docker engine "
-    "unreachable or disk full."
+    "unreachable or disk full. A remote export root (netroot_export_remote) adds: 3 the tree "
+    "sent differs from its manifest on the server, 4 server unreachable over SSH, 6 another "
+    "export of that name runs there."
 )
 
 
@@ -39,8 +41,24 @@ def _root(app: AppContext, root: Path | None) -> Path:
         return root
     inv = _inventory_or_none(app)
     if inv is not None and inv.servers:
+        if inv.server.remote:
+            raise UsageError(
+                f"the export root of {inv.server.name} is on that server "
+                "(netroot_export_remote: true): this command reads a local one",
+                "run it on the server, or pass --root DIR for a local export root",
+            )
         return Path(inv.server.export_root)
     return DEFAULT_ROOT
+
+
+def _remote_server(app: AppContext, root: Path | None) -> Any:
+    """The inventory's NFS server when exports go to it over SSH (no --root given)."""
+    if root is not None:
+        return None
+    inv = _inventory_or_none(app)
+    if inv is not None and inv.servers and inv.server.remote:
+        return inv.server
+    return None
 
 
 def _protected(app: AppContext, name: str) -> set[str]:
@@ -130,34 +148,50 @@ def export(
     from netroot.export import service
 
     app = get(ctx)
-    export_root = _root(app, root)
+    server = _remote_server(app, root)
+    if server is not None and keep:
+        raise UsageError(
+            f"--keep: pruning the export root on {server.name} needs the fleet state (which "
+            "versions boards are assigned), not read over SSH yet",
+            "export without --keep, and prune on the server",
+        )
+    export_root = Path(server.export_root) if server else _root(app, root)
     with _progress(app) as bar:
         # The bar is up while the source is read to identify it (a whole archive is hashed).
         info, apply = open_source(source, "docker-export" if stream else "auto", bar.callback)
         name = name or name_for(source, info)
         protected = _protected(app, name) if keep else set()
         bar.total(info.size)
-        result = service.export(
-            info,
-            apply,
-            export_root,
-            name,
-            keep=keep,
-            keep_host_keys=keep_host_keys,
-            protected=protected,
-            progress=bar.callback,
-        )
+        options: dict[str, Any] = {
+            "keep": keep,
+            "keep_host_keys": keep_host_keys,
+            "protected": protected,
+            "progress": bar.callback,
+        }
+        sent: dict[str, Any] = {}
+        if server is not None:
+            from netroot.export.remote import export_remote
+
+            remote = export_remote(info, apply, server, name, **options)
+            result = remote.result
+            sent = {"server": server.name, "bytes_sent": remote.bytes_sent}
+        else:
+            result = service.export(info, apply, export_root, name, **options)
     m = result.manifest
     if result.noop:
         app.out.info(f"{name} {m.version} is already exported (no-op)")
-    summary = m.summary() | {
-        "noop": result.noop,
-        "current": m.version,
-        "switched": result.switched,
-        "pruned": result.pruned,
-        "seconds": round(result.seconds, 3),
-        "path": str(export_root / name / "versions" / m.version),
-    }
+    summary = (
+        m.summary()
+        | {
+            "noop": result.noop,
+            "current": m.version,
+            "switched": result.switched,
+            "pruned": result.pruned,
+            "seconds": round(result.seconds, 3),
+            "path": str(export_root / name / "versions" / m.version),
+        }
+        | sent
+    )
     if as_json:
         app.out.json(summary)
         return
@@ -175,6 +209,9 @@ def export(
         ["path", summary["path"]],
         ["seconds", summary["seconds"]],
     ]
+    if sent:
+        rows[-2:-1] = [["path", f"{sent['server']}:{summary['path']}"]]
+        rows.append(["sent", f"{sent['bytes_sent']} bytes over SSH (rsync)"])
     if result.pruned:
         rows.append(["pruned", ", ".join(result.pruned)])
     app.out.table(f"export {name}", ["field", "value"], rows)
@@ -242,14 +279,23 @@ def verify(
 
     app = get(ctx)
     name, vid = _split(target)
-    manifest, differences = service.verify(_root(app, root), name, vid)
+    server = _remote_server(app, root)
+    if server is not None:  # re-hashed on the server, by the export's helper
+        from netroot.export.remote import verify_remote
+
+        reply = verify_remote(server, name, vid)
+        version, files, tree = reply["version"], reply["files"], reply["tree_hash"]
+        differences: list[str] = reply["differences"]
+    else:
+        manifest, differences = service.verify(_root(app, root), name, vid)
+        version, files, tree = manifest.version, manifest.files, manifest.tree_hash
     if as_json:
         app.out.json(
             {
                 "name": name,
-                "version": manifest.version,
+                "version": version,
                 "ok": not differences,
-                "tree_hash": manifest.tree_hash,
+                "tree_hash": tree,
                 "differences": differences,
             }
         )
@@ -257,10 +303,10 @@ def verify(
         for line in differences:
             app.out.out.print(line, highlight=False, markup=False)
         if not differences:
-            app.out.info(f"{name}@{manifest.version}: ok ({manifest.files} entries)")
+            app.out.info(f"{name}@{version}: ok ({files} entries)")
     if differences:
         raise NetrootError(
-            f"{name}@{manifest.version}: {len(differences)} paths differ from the manifest",
+            f"{name}@{version}: {len(differences)} paths differ from the manifest",
             "a version must never change in place; re-export the image to a new version",
             Exit.CHECKS,
         )

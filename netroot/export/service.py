@@ -153,11 +153,24 @@ def switch_current(layout: Layout, vid: str) -> bool:
 
 
 def _commit(layout: Layout, staging: Path, manifest: Manifest) -> None:
-    # The manifest is the commit point: a version dir without one is cleaned as stale.
+    """Rename the verified tree into versions/ with its manifest: both appear, or neither.
+
+    The manifest is written (fsynced) beside the staging dir first, so a disk that fills
+    while it is written fails before anything is visible; the two renames allocate nothing,
+    and a failed second one undoes the first. Only a kill between them leaves versions/ID
+    without ID.json (listed by nothing: the manifest is the commit point), removed as stale.
+    """
     final = layout.version_dir(manifest.version)
+    staged_manifest = layout.staging / f"{manifest.version}.json"
+    atomic_write(staged_manifest, manifest.to_json())
     os.rename(staging, final)
+    try:
+        os.rename(staged_manifest, layout.manifest_path(manifest.version))
+    except OSError:
+        os.rename(final, staging)
+        raise
     fsync_dir(layout.versions)
-    atomic_write(layout.manifest_path(manifest.version), manifest.to_json())
+    fsync_dir(layout.staging)
 
 
 def export(
@@ -200,6 +213,7 @@ def export(
             _commit(layout, staging, manifest)
         except BaseException as exc:
             remove_tree(str(staging), ignore)
+            (layout.staging / f"{vid}.json").unlink(missing_ok=True)
             if is_enospc(exc):
                 raise NetrootError(
                     f"no space left on the export root {root} (while writing {name} {vid})",

@@ -35,7 +35,17 @@ class Fleet:
 
     @property
     def root(self) -> Path:
-        return Path(self.inventory.server.export_root)
+        server = self.inventory.server
+        if server.remote:
+            # The fleet state, the writer's lock and `current` are read from a local export
+            # root; over SSH only `netroot export` writes one so far (issue 21, item 2).
+            raise UsageError(
+                f"{server.name}: the export root is on that server (netroot_export_remote): "
+                "the fleet state and the writer's lock are read from a local export root",
+                "run provision/rollout/rollback/status/smoke on the server (or a host that "
+                "mounts its export root); `netroot export` works from here",
+            )
+        return Path(server.export_root)
 
     def load(self) -> State:
         """The fleet state (read-only; a legacy controller-local file is read if need be)."""

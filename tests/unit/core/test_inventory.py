@@ -67,6 +67,19 @@ def test_server_backend_validated() -> None:
         parse(inv({}, {"ansible_host": "10.0.0.2", "netroot_nfs_backend": "nfsd"}), P)
 
 
+def test_remote_export_root_flag() -> None:
+    assert not parse(inv({}), P).server.remote
+    remote = {"ansible_host": "10.0.0.2", "netroot_export_remote": True}
+    assert parse(inv({}, remote), P).server.remote
+    with pytest.raises(InventoryError, match=r"netroot_export_remote.*true or false"):
+        parse(inv({}, remote | {"netroot_export_remote": "yes"}), P)
+    # Until the fleet state is read over SSH, commands that need it say so in one line.
+    from netroot.rollout.service import Fleet
+
+    with pytest.raises(UsageError, match="export root is on that server"):
+        _ = Fleet(parse(inv({}, remote), P)).root
+
+
 def test_unknown_target_is_usage_error() -> None:
     result = parse(inv({"pi-01": {"ansible_host": "10.0.0.1"}}), P)
     with pytest.raises(UsageError) as err:

@@ -1,0 +1,343 @@
+"""The server's half of a remote export: lock, verify, commit, switch, prune (runs ON the server).
+
+The control host (netroot.export.remote) ships this module and the few it imports (standard
+library and netroot.errors/fsutil/export.manifest/members/scan/fstree only: the server has
+python3, not netroot) and runs, over SSH with become:
+
+    PYTHONPATH=<lib> python3 -m netroot.export.remote_helper ROOT NAME VID
+
+(`--verify ROOT NAME VID|""` instead re-hashes a committed version, read-only: `netroot verify`.)
+
+One session per export, speaking JSON lines on stdin/stdout. The helper takes the export name's
+lock (flock on ROOT/NAME/.lock, the same lock a local export takes, so it dies with this
+process: a control host killed mid-export releases it when SSH closes our stdin), removes what
+killed runs left (a staging dir of another version, a version dir without its manifest) and
+answers `hello`: the current version, whether VID is already committed, and the versions rsync
+may hard-link unchanged files from. staging/VID itself is kept: an interrupted transfer of the
+same version resumes into it. The control host then rsyncs the tree into staging/VID and sends
+one request line (then `manifest_bytes` bytes of manifest JSON when it commits). On `commit` the
+staged tree is re-hashed from disk and compared with the manifest (every path's kind, mode,
+owner, size, mtime, content hash, device numbers, xattrs, hard-link group, and the tree hash);
+only a tree that matches is renamed into versions/ with its manifest. EOF before a request
+leaves nothing visible.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from netroot.errors import NetrootError
+from netroot.export.fstree import ignore, remove_tree
+from netroot.export.manifest import (
+    VERSION_RE,
+    Entry,
+    Layout,
+    Manifest,
+    check_name,
+    diff_entries,
+    tree_hash,
+)
+from netroot.export.scan import scan
+from netroot.fsutil import atomic_write, fsync_dir
+
+BASE_MODE = 0o700  # as a local export root: only root traverses ROOT/NAME (setuid, devices)
+LINK_BASES = 3  # versions rsync may link unchanged files from (current first, then newest)
+
+
+def _reply(data: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(data) + "\n")
+    sys.stdout.flush()
+
+
+def _current(layout: Layout) -> str | None:
+    try:
+        return Path(os.readlink(layout.current)).name
+    except OSError:
+        return None
+
+
+def _committed(layout: Layout) -> list[str]:
+    """Committed version ids (a manifest exists), oldest first by commit time.
+
+    The manifest's mtime is its commit time (written once, renamed in): reading every
+    manifest for its exported_at would parse megabytes per version."""
+    found: list[tuple[int, str]] = []
+    for path in layout.versions.glob("*.json"):
+        vid = path.name[: -len(".json")]
+        if layout.version_dir(vid).is_dir():
+            found.append((path.stat().st_mtime_ns, vid))
+    return [vid for _, vid in sorted(found)]
+
+
+def clean_stale(layout: Layout, keep_staging: str) -> None:
+    """What a killed run left: other staging entries, manifest-less version dirs, temp files."""
+    for child in layout.staging.iterdir():
+        if child.name != keep_staging:
+            remove_tree(str(child), ignore)
+    for child in layout.versions.iterdir():
+        if child.name.endswith(".tmp"):
+            child.unlink()
+        elif child.is_dir() and not layout.manifest_path(child.name).exists():
+            remove_tree(str(child), ignore)
+
+
+def switch(layout: Layout, vid: str) -> bool:
+    """`current` -> versions/VID by renaming a new symlink over it (atomic)."""
+    if _current(layout) == vid:
+        return False
+    tmp = layout.base / f".current.{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    os.symlink(f"versions/{vid}", tmp)
+    os.rename(tmp, layout.current)
+    fsync_dir(layout.base)
+    return True
+
+
+def prune(layout: Layout, keep: int, protected: set[str]) -> list[str]:
+    """All but the newest `keep` versions, never current nor a protected one; manifest first."""
+    versions = _committed(layout)
+    spared = set(versions[-keep:]) | protected | {_current(layout) or ""}
+    removed: list[str] = []
+    for vid in versions:
+        if vid in spared:
+            continue
+        layout.manifest_path(vid).unlink()
+        fsync_dir(layout.versions)
+        remove_tree(str(layout.version_dir(vid)), ignore)
+        removed.append(vid)
+    return removed
+
+
+def _inode_digests(layout: Layout, bases: list[str]) -> dict[tuple[int, int], str]:
+    """(device, inode) -> content digest of every regular file of committed versions `bases`."""
+    found: dict[tuple[int, int], str] = {}
+    for vid in bases:
+        root = layout.version_dir(vid)
+        entries = Manifest.from_json(layout.manifest_path(vid).read_text()).entries
+        for path, entry in entries.items():
+            if entry.kind == "f":
+                try:
+                    st = os.lstat(f"{root}/{path}")
+                except OSError:
+                    continue
+                found[(st.st_dev, st.st_ino)] = entry.data
+    return found
+
+
+def _linked(staged: Path, inodes: dict[tuple[int, int], str]) -> dict[str, Entry]:
+    """Staged files that are hard links to a committed version's file, with its digest."""
+    known: dict[str, Entry] = {}
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        with os.scandir(f"{staged}/{rel}" if rel else str(staged)) as it:
+            for de in it:
+                path = f"{rel}/{de.name}" if rel else de.name
+                if de.is_dir(follow_symlinks=False):
+                    stack.append(path)
+                elif de.is_file(follow_symlinks=False):
+                    st = de.stat(follow_symlinks=False)
+                    digest = inodes.get((st.st_dev, st.st_ino))
+                    if digest is not None:
+                        known[path] = Entry("f", 0, 0, 0, 0, 0, digest)
+    return known
+
+
+def verify_staged(staged: Path, manifest: Manifest, layout: Layout, bases: list[str]) -> list[str]:
+    """Differences between the staged tree and its manifest, every path's metadata from disk.
+
+    Content is re-hashed, except a file rsync hard-linked to a committed version's (the same
+    inode, so the same bytes: versions are never modified in place, and that version was
+    verified when it was committed): its digest is that version's manifest's. A re-export
+    then re-hashes what changed, not the whole image.
+    """
+    linked = _linked(staged, _inode_digests(layout, bases)) if bases else {}
+    actual = scan(str(staged), digests=linked)
+    differences = diff_entries(manifest.entries, actual)
+    if not differences and tree_hash(actual) != manifest.tree_hash:
+        differences = [f"tree hash {tree_hash(actual)} != manifest {manifest.tree_hash}"]
+    return differences
+
+
+def commit(layout: Layout, vid: str, text: str) -> None:
+    """Rename the verified staging/VID into versions/ with its manifest: both or neither.
+
+    The manifest is written (and fsynced) into staging first, so a full disk fails before
+    anything is visible; the two renames allocate nothing, and if the second fails the first
+    is undone. Only a kill between the two renames leaves versions/VID without VID.json,
+    which the next run removes as stale (and which nothing lists: the manifest commits).
+    """
+    staged_manifest = layout.staging / f"{vid}.json"
+    atomic_write(staged_manifest, text)
+    os.rename(layout.staging / vid, layout.version_dir(vid))
+    try:
+        os.rename(staged_manifest, layout.manifest_path(vid))
+    except OSError:
+        os.rename(layout.version_dir(vid), layout.staging / vid)
+        raise
+    fsync_dir(layout.versions)
+    fsync_dir(layout.staging)
+
+
+def _finish(layout: Layout, vid: str, request: dict[str, Any]) -> dict[str, Any]:
+    switched = bool(request.get("switch")) and switch(layout, vid)
+    keep = request.get("keep")
+    protected = {str(v) for v in request.get("protected") or ()}
+    pruned = prune(layout, int(keep), protected) if keep else []
+    return {"ok": True, "switched": switched, "pruned": pruned, "current": _current(layout)}
+
+
+def _summary(layout: Layout, vid: str) -> str:
+    """VID's manifest without its per-path tables (what a no-op reports)."""
+    return Manifest.from_json(layout.manifest_path(vid).read_text(), entries=False).to_json()
+
+
+def session(root: Path, name: str, vid: str) -> int:
+    if not root.is_absolute() or ".." in root.parts or not VERSION_RE.match(vid):
+        _reply({"ok": False, "error": f"bad root {str(root)!r} or version {vid!r}"})
+        return 2
+    layout = Layout(root, check_name(name))
+    layout.base.mkdir(mode=BASE_MODE, parents=True, exist_ok=True)
+    os.chmod(layout.base, BASE_MODE)
+    layout.versions.mkdir(exist_ok=True)
+    layout.staging.mkdir(exist_ok=True)
+    fd = os.open(layout.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        _reply({"ok": False, "busy": True, "error": f"another export or prune of {name!r} runs"})
+        return 1
+    clean_stale(layout, keep_staging=vid)
+    exists = layout.manifest_path(vid).exists() and layout.version_dir(vid).is_dir()
+    current = _current(layout)
+    committed = _committed(layout)
+    bases = ([current] if current in committed else []) + [
+        v for v in reversed(committed) if v != current
+    ]
+    staged = layout.staging / vid
+    if not exists:
+        staged.mkdir(mode=0o755, exist_ok=True)
+    _reply(
+        {
+            "ok": True,
+            "exists": exists,
+            "current": current,
+            "bases": [str(layout.version_dir(v)) for v in bases[:LINK_BASES]],
+            "staging": str(staged),
+            "manifest": _summary(layout, vid) if exists else "",
+        }
+    )
+    manifest: Manifest | None = None
+    text = ""
+    while True:
+        # Bytes only: a text-mode readline would buffer the manifest bytes after the line.
+        line = sys.stdin.buffer.readline()
+        if not line.strip():
+            return 0  # the control host went away: staging/VID stays for the next run
+        request = json.loads(line)
+        if not isinstance(request, dict):
+            raise ValueError("a request is a JSON object")
+        op = request.get("op")
+        if "manifest_bytes" in request:
+            text = sys.stdin.buffer.read(int(request["manifest_bytes"])).decode()
+            manifest = Manifest.from_json(text)
+            if manifest.version != vid or manifest.name != name:
+                _reply({"ok": False, "error": f"manifest is {manifest.name}@{manifest.version}"})
+                return 1
+        if op == "collisions" and manifest is not None:
+            _reply({"ok": True, "paths": collisions(layout, manifest, bases[:LINK_BASES])})
+            continue
+        if op == "abort":
+            # The transfer failed for good (a full disk): give the space back.
+            remove_tree(str(staged), ignore)
+            _reply({"ok": True, "aborted": True})
+            return 0
+        if op == "commit" and not exists:
+            if manifest is None:
+                raise ValueError("commit without a manifest")
+            differences = verify_staged(staged, manifest, layout, bases[:LINK_BASES])
+            if differences:
+                remove_tree(str(staged), ignore)  # a resumed run must not trust it
+                _reply({"ok": False, "differences": differences[:20], "count": len(differences)})
+                return 1
+            commit(layout, vid, text)
+        _reply(_finish(layout, vid, request))
+        return 0
+
+
+def collisions(layout: Layout, manifest: Manifest, bases: list[str]) -> list[str]:
+    """Files rsync's quick check would take from a --link-dest version although they differ.
+
+    rsync links (or copies) a link-dest file whose size and mtime (whole seconds) match,
+    without reading it: a changed file of the same size and time (a version string, a
+    config) would arrive with the old bytes. These must be sent with --checksum; with the
+    other names of their hard-link group, so the group stays whole.
+    """
+    found: set[str] = set()
+    for vid in bases:
+        old = Manifest.from_json(layout.manifest_path(vid).read_text()).entries
+        for path, entry in manifest.entries.items():
+            prev = old.get(path)
+            if (
+                entry.kind == "f"
+                and prev is not None
+                and prev.kind == "f"
+                and prev.size == entry.size
+                and prev.mtime_ns // 10**9 == entry.mtime_ns // 10**9
+                and prev.data != entry.data
+            ):
+                found.add(path)
+    groups = {manifest.entries[p].group for p in found} - {""}
+    found |= {p for p, e in manifest.entries.items() if e.group and e.group in groups}
+    return sorted(found)
+
+
+def verify(root: Path, name: str, vid: str) -> int:
+    """Re-hash a committed version against its manifest (read-only: no lock, nothing written)."""
+    layout = Layout(root, check_name(name))
+    vid = vid or _current(layout) or ""
+    if not VERSION_RE.match(vid) or not layout.manifest_path(vid).is_file():
+        _reply({"ok": False, "error": f"no version {vid or 'current'!r} of {name!r} under {root}"})
+        return 2
+    manifest = Manifest.from_json(layout.manifest_path(vid).read_text())
+    differences = verify_staged(layout.version_dir(vid), manifest, layout, [])
+    _reply(
+        {
+            "ok": True,
+            "version": vid,
+            "files": manifest.files,
+            "tree_hash": manifest.tree_hash,
+            "differences": differences,
+        }
+    )
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    verifying = argv[:1] == ["--verify"]
+    args = argv[1:] if verifying else argv
+    if len(args) != 3:
+        sys.stderr.write("usage: remote_helper [--verify] ROOT NAME VID\n")
+        return 2
+    try:
+        if verifying:
+            return verify(Path(args[0]), args[1], args[2])
+        return session(Path(args[0]), args[1], args[2])
+    except NetrootError as exc:
+        _reply({"ok": False, "error": exc.message})
+        return 2
+    except OSError as exc:
+        _reply({"ok": False, "error": f"{exc.strerror}: {exc.filename}", "errno": exc.errno})
+        return 1
+    except (ValueError, KeyError, TypeError) as exc:  # a request this helper cannot read
+        _reply({"ok": False, "error": f"bad request ({exc})"})
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
