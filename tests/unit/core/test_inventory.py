@@ -74,7 +74,7 @@ def test_remote_export_root_flag() -> None:
     with pytest.raises(InventoryError, match=r"netroot_export_remote.*true or false"):
         parse(inv({}, remote | {"netroot_export_remote": "yes"}), P)
     # Until the fleet state is read over SSH, commands that need it say so in one line.
-    from netroot.rollout.service import Fleet
+    from netroot.fleet.service import Fleet
 
     with pytest.raises(UsageError, match="export root is on that server"):
         _ = Fleet(parse(inv({}, remote), P)).root

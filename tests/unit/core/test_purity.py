@@ -42,6 +42,7 @@ IO_MODULES = (
     "netroot.provision.service",  # runs the playbook
     "netroot.rollout.drive",  # provision + smoke on real boards, a batch at a time
     "netroot.rollout.runner",  # a rollout or rollback from plan to recorded result
+    "netroot.export.remote",  # ssh + rsync to a remote export root
 )
 FORBIDDEN = (
     "netroot.adapters",
