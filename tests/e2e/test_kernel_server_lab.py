@@ -13,8 +13,11 @@ lab that was down is taken down, a ganesha lab is brought back as it was.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
+from netroot.paths import project_file
 from tests.e2e.conftest import LabHandle, _report
 from tests.e2e.helpers import export, netroot, variant_image
 
@@ -128,7 +133,7 @@ def test_rollout_with_nfsd_restarted_midway_then_exports_and_mounts(
     assert lab.ssh(SERVER, f"cat {versions}/{version}.json").stdout.encode() == local
 
     status = json.loads(netroot(inv, "status", "--json").stdout)["boards"]
-    assert {b["board"]: (b["mounted"], b["drift"]) for b in status} == {
+    assert {b["board"]: (b["mounted"], bool(b["drift"])) for b in status} == {
         b: (version, False) for b in lab.boards
     }
 
@@ -155,3 +160,32 @@ def test_rollout_with_nfsd_restarted_midway_then_exports_and_mounts(
         assert vers in out.stdout, out.stdout
     root = lab.ssh(board, "/usr/local/sbin/netroot-chroot /usr/bin/python3 -c 'print(6*7)'")
     assert root.stdout.strip().endswith("42")
+
+
+def test_exports_the_kernel_refuses_are_not_kept(kernel_lab: KernelLab, tmp_path: Path) -> None:
+    """`exportfs -ra` is the real check: an export nfsd cannot serve (a ramfs has no file
+    handles) passes the static check, is refused by the kernel, and the previous /etc/exports
+    is put back, byte for byte, and served as before."""
+    lab = kernel_lab.lab
+    refused = f"{lab.export_root}/refused"
+    before = lab.ssh(SERVER, "sha256sum /etc/exports; exportfs -v").stdout
+    lab.ssh(SERVER, f"mkdir -p {refused} && mount -t ramfs netroot-test {refused}"
+            f" && mkdir -p {refused}/versions/{'0' * 16}")  # fmt: skip
+    try:
+        data = yaml.safe_load(kernel_lab.inventory.read_text())
+        lab_group = data["all"]["children"]["boards"]["children"]["lab"]["hosts"]
+        lab_group[lab.boards[-1]]["netroot_image"] = "refused"
+        inv = tmp_path / "inventory.yml"
+        inv.write_text(yaml.safe_dump(data))
+        playbooks = project_file("playbooks")
+        proc = subprocess.run(
+            [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inv),
+             str(playbooks / "nfs_server.yml"), "-e", "netroot_export_mirror_from="],
+            env={**os.environ, "ANSIBLE_CONFIG": str(playbooks / "ansible.cfg")},
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert proc.returncode != 0
+        assert "refused the new exports" in proc.stdout and "does not support NFS" in proc.stdout
+        assert lab.ssh(SERVER, "sha256sum /etc/exports; exportfs -v").stdout == before
+    finally:
+        lab.ssh(SERVER, f"umount {refused}; rmdir {refused}", check=False)
