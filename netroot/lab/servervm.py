@@ -118,7 +118,7 @@ def qemu_argv(files: ServerFiles, art: Artifacts) -> list[str]:
         ("-cpu", "qemu64"),
         ("-smp", "1"),
         ("-m", str(MEMORY_MIB)),
-        ("-accel", "tcg"),
+        ("-accel", "tcg,tb-size=128"),  # as the boards: the default cache is 1 GiB of RSS
         ("-kernel", str(art.kernel)),
         ("-initrd", str(art.initrd)),
         ("-append", kernel_cmdline()),
