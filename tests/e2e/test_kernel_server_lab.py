@@ -82,7 +82,14 @@ def kernel_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelLab]:
 
 
 def test_lab_server_is_a_sudo_user_on_a_kernel_nfs_server(kernel_lab: KernelLab) -> None:
+    from netroot.lab import service
+
     lab = kernel_lab.lab
+    # `lab status` finds the VM and `healthy` logs in to it as its sudo user.
+    status = service.status()
+    server = next(h for h in status.hosts if h.role == "server")
+    assert server.running and server.ssh and server.rss_mib
+    assert status.up and service.healthy(status)
     target = lab.targets[SERVER]
     assert (target.user, target.become) == ("admin", True)
     # Root is refused over SSH, as on a real server.
