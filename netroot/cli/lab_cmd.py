@@ -47,6 +47,12 @@ def up_cmd(
         help="Also N diskless boards (no disk: U-Boot boots them from nfs-01 by DHCP and "
         "TFTP, root on NFS); powered on by `netroot provision`.",
     ),
+    server: str = typer.Option(
+        "ganesha",
+        "--server",
+        help="nfs-01: ganesha (NFS-Ganesha in a container) or kernel (Linux's nfs-kernel-server "
+        "in a Debian x86_64 VM of its own, reached over SSH as a sudo user).",
+    ),
 ) -> None:
     """Build (once, cached) and start the lab; returns when every host is SSH-ready."""
     from netroot.lab import arch as arch_mod
@@ -65,6 +71,7 @@ def up_cmd(
         boot=boot,
         arch=arch_mod.by_name(arch),
         netboot=netboot,
+        server_kind=server,
     )
     app.out.info(f"inventory: {plan.lab_dir / 'inventory.yml'}")
 

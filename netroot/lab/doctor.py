@@ -23,6 +23,8 @@ REQUIREMENTS = (
     Requirement("nsenter", "util-linux", "address the server container's network"),
     Requirement("qemu-system-arm", "qemu-system-arm", "the virtual 32-bit ARM boards"),
     Requirement("qemu-system-aarch64", "qemu-system-arm", "the virtual 64-bit ARM boards"),
+    Requirement("qemu-system-x86_64", "qemu-system-x86", "the kernel NFS server VM"),
+    Requirement("rsync", "rsync", "the kernel server VM's copy of the export root"),
     Requirement("qemu-img", "qemu-utils", "per-board copy-on-write disks"),
     Requirement("mmdebstrap", "mmdebstrap", "building the lab's Debian trees"),
     Requirement("/usr/bin/qemu-arm-static", "qemu-user-static", "armhf tree builds on x86"),

@@ -76,6 +76,13 @@ def create(plan: LabPlan) -> None:
         _ip("link", "set", board.tap, "master", BRIDGE, "up", netns=NETNS)
 
 
+def add_tap(tap: str) -> None:
+    """A tap on the lab bridge for a machine other than a board (the server VM)."""
+    if not link_exists(tap, NETNS):
+        _ip("tuntap", "add", "dev", tap, "mode", "tap", netns=NETNS)
+    _ip("link", "set", tap, "master", BRIDGE, "up", netns=NETNS)
+
+
 def attach_container(pid: int, address: str, prefixlen: int) -> None:
     """Give a running container (by its init PID) an eth0 on the lab bridge at `address`."""
     if link_exists(SERVER_VETH, NETNS):

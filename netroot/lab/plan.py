@@ -29,6 +29,11 @@ NETBOOT_IMAGE = "netroot-lab/raspbian-netboot:bookworm"  # what diskless boards 
 NETBOOT_EXPORT = "raspbian-netboot"  # its export name (`netroot export` takes the last part)
 BOARD_USER = "pi"  # the imaging user of Raspberry Pi OS: passwordless sudo, root refused
 NOSUDO_USER = "student"  # a second login whose sudo asks for a password
+SERVER_USER = "admin"  # the kernel server VM's sudo user (root login refused, as on a server)
+# What serves NFS in the lab: NFS-Ganesha in a container, or Linux's own nfs-kernel-server in
+# a QEMU x86_64 machine of its own (netroot/lab/servervm.py).
+SERVER_KINDS = ("ganesha", "kernel")
+DEFAULT_SERVER = "ganesha"
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,13 @@ class LabPlan:
     arch: str = "armhf"
     prefixlen: int = SUBNET.prefixlen
     netboot: tuple[BoardPlan, ...] = ()  # the diskless boards
+    server: str = DEFAULT_SERVER  # one of SERVER_KINDS
+
+    @property
+    def server_user(self) -> str:
+        """Who the control host logs in as on nfs-01: root in the container, a sudo user on
+        the kernel server VM (which refuses root, as a real server should)."""
+        return SERVER_USER if self.server == "kernel" else "root"
 
     @property
     def all_boards(self) -> tuple[BoardPlan, ...]:
@@ -122,8 +134,15 @@ def make_plan(
     export_root: Path | None = None,
     arch: str = "armhf",
     netboot: int = 0,
+    server: str = DEFAULT_SERVER,
 ) -> LabPlan:
     """The plan for `boards` boards and `netboot` diskless ones under `lab_dir`."""
+    if server not in SERVER_KINDS:
+        raise UsageError(f"--server {server}: unknown", f"use one of {', '.join(SERVER_KINDS)}")
+    if netboot and server != "ganesha":
+        raise UsageError(
+            f"--netboot with --server {server}", "diskless boards are served by --server ganesha"
+        )
     if not 0 <= netboot <= MAX_NETBOOT:
         raise UsageError(f"--netboot {netboot}: expected 0..{MAX_NETBOOT}")
     if boards < (0 if netboot else 1) or boards > MAX_BOARDS:
@@ -134,4 +153,5 @@ def make_plan(
         boards=tuple(board_plan(i) for i in range(1, boards + 1)),
         arch=arch,
         netboot=tuple(netboot_plan(i) for i in range(1, netboot + 1)),
+        server=server,
     )

@@ -103,7 +103,33 @@ SERVER = Recipe(
     ),
 )
 
+# The NFS server as a machine of its own (`lab up --server kernel`): Debian bookworm amd64 under
+# QEMU with Linux's own NFS server, booting systemd from its own disk. The kernel's postinst
+# builds Debian's own initramfs (initramfs-tools, MODULES=most: virtio, ext4) in the tree; nfsd
+# is a module that nfs-kernel-server's units load. Native (amd64 on amd64): no qemu-user.
+SERVER_VM = Recipe(
+    "server-vm-rootfs",
+    "amd64",
+    "minbase",
+    (
+        "linux-image-cloud-amd64",
+        "initramfs-tools",
+        "systemd-sysv",
+        "udev",
+        "dbus",
+        "nfs-kernel-server",
+        "openssh-server",
+        "sudo",
+        "python3",
+        "rsync",
+        "iproute2",
+        "procps",
+        "kmod",
+        "netbase",
+    ),
+)
+
 # The Raspbian stand-in that netroot exports: armhf python3 and numpy (no torch in Debian armhf).
 RASPBIAN = Recipe("raspbian-rootfs", "armhf", "minbase", ("python3", "python3-numpy"))
 
-ALL = (BOARD, SERVER, RASPBIAN)
+ALL = (BOARD, SERVER, SERVER_VM, RASPBIAN)

@@ -65,6 +65,16 @@ def inventory(plan: LabPlan, power_cycle: Sequence[str] = ("false",)) -> dict[st
         "netroot_export_root": str(plan.export_root),
         "netroot_nfs_address": SERVER_ADDRESS,
     }
+    if plan.server == "kernel":
+        # A server of its own, as a Debian server is met: a sudo user, root refused. Its
+        # export root is its own disk; netroot still writes the control host's copy (it must
+        # run where the export root is), and the server role mirrors it there (rsync).
+        server.update(
+            ansible_user=plan.server_user,
+            ansible_become=True,
+            netroot_nfs_backend="kernel",
+            netroot_export_mirror_from=str(plan.export_root),
+        )
     children: dict[str, Any] = {"lab": {"hosts": boards}} if boards else {}
     if plan.netboot:
         # No other DHCP server on the lab network: dnsmasq gives the diskless boards their

@@ -16,9 +16,11 @@ from netroot.lab.plan import (
     NOSUDO_USER,
     SERVER_ADDRESS,
     SERVER_NAME,
+    SERVER_USER,
     TFTP_ROOT,
     BoardPlan,
     LabPlan,
+    stable_mac,
 )
 
 SSHD_CONF = (
@@ -93,6 +95,26 @@ def server_seed(plan: LabPlan, client_pub: str) -> bytes:
             "etc/ssh/sshd_config.d/10-netroot-lab.conf": (SSHD_CONF, 0o644),
             "root/.ssh/authorized_keys": ((client_pub + "\n").encode(), 0o600),
         }
+    )
+
+
+def server_vm_seed(plan: LabPlan, client_pub: str) -> bytes:
+    """The kernel server VM's seed (images/server-vm/customize.sh lays it over / at boot): its
+    host key, the lab's key for its sudo user, its lab address, and where its export disk goes."""
+    priv, pub, _ = _host_key(plan.server_dir / "ssh_host_ed25519_key", SERVER_NAME)
+    network = (
+        f"[Match]\nMACAddress={stable_mac(SERVER_ADDRESS)}\n\n[Network]\n"
+        f"Address={SERVER_ADDRESS}/{plan.prefixlen}\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n"
+    )
+    return disk.seed_tar(
+        {
+            "etc/ssh/ssh_host_ed25519_key": (priv, 0o600),
+            "etc/ssh/ssh_host_ed25519_key.pub": (pub, 0o644),
+            "etc/systemd/network/10-netroot-lab.network": (network.encode(), 0o644),
+            "etc/netroot/export-root": (f"{plan.export_root}\n".encode(), 0o644),
+            f"home/{SERVER_USER}/.ssh/authorized_keys": ((client_pub + "\n").encode(), 0o600),
+        },
+        {f"home/{SERVER_USER}/.ssh": 1000},
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -29,6 +28,8 @@ from netroot.lab import (
     recipes,
     seeds,
     server,
+    serverhost,
+    servervm,
     state,
     supervise,
 )
@@ -36,11 +37,11 @@ from netroot.lab.arch import BoardArch
 from netroot.lab.boards import BoardFiles
 from netroot.lab.plan import (
     BOARD_USER,
+    DEFAULT_SERVER,
     NETNS,
     RASPBIAN_IMAGE,
     SERVER_ADDRESS,
     SERVER_CONTAINER,
-    SERVER_IMAGE,
     SERVER_NAME,
     BoardPlan,
     LabPlan,
@@ -48,7 +49,6 @@ from netroot.lab.plan import (
     make_plan,
     netboot_plan,
 )
-from netroot.paths import project_file
 from netroot.run import run
 
 Report = Callable[[str], None]
@@ -78,20 +78,17 @@ def check_environment() -> None:
         )
 
 
-def _image_key(recipe: recipes.Recipe, recipe_dir: str) -> str:
-    h = hashlib.sha256(recipe.key.encode())
-    for f in sorted(project_file("images", recipe_dir).iterdir()):
-        h.update(f.name.encode() + f.read_bytes())
-    return h.hexdigest()[:12]
-
-
 def build_artifacts(
-    report: Report, arch: BoardArch = arch_mod.DEFAULT, netboot: bool = False
-) -> tuple[kernel.Kernel, Path, Path]:
+    report: Report,
+    arch: BoardArch = arch_mod.DEFAULT,
+    netboot: bool = False,
+    server_kind: str = DEFAULT_SERVER,
+) -> tuple[kernel.Kernel, Path, Path, servervm.Artifacts | None]:
     """Everything the lab boots from, built once and cached: kernel, initramfs, base disk.
 
-    Also builds the server and Raspbian Docker images, and with `netboot` the netboot image
-    (what diskless boards boot). Returns (kernel, initramfs, base disk).
+    Also builds nfs-01 of `server_kind` (its Docker image, or its VM's disk and kernel), the
+    Raspbian Docker image, and with `netboot` the netboot image (what diskless boards boot).
+    Returns (kernel, initramfs, base disk, the server VM's artifacts or None).
     """
     cache = paths.cache_dir() / "lab"
     cache.mkdir(parents=True, exist_ok=True)
@@ -104,28 +101,20 @@ def build_artifacts(
     if not base.exists():
         report(f"building the boards' base disk for {arch.name} (mke2fs -d)")
         disk.build_base(board_tar, kern, arch.name, cache)
-    server_tar = images.rootfs(recipes.SERVER, cache, report)
-    images.docker_image(
-        SERVER_IMAGE,
-        "server",
-        server_tar,
-        _image_key(recipes.SERVER, "server"),
-        "linux/amd64",
-        report,
-    )
+    server_art = serverhost.build(server_kind, cache, report)
     raspbian_tar = images.rootfs(recipes.RASPBIAN, cache, report)
     images.docker_image(
         RASPBIAN_IMAGE,
         "raspbian",
         raspbian_tar,
-        _image_key(recipes.RASPBIAN, "raspbian"),
+        serverhost.image_key(recipes.RASPBIAN, "raspbian"),
         "linux/arm/v7",
         report,
     )
     if netboot:
         netboot_image.build(board_tar, kern, cache, report)
     report(f"artifacts ready ({time.monotonic() - t0:.1f} s)")
-    return kern, initrd, base
+    return kern, initrd, base, server_art
 
 
 def power_cycle_command() -> list[str]:
@@ -178,20 +167,22 @@ def up(
     boot: bool = False,
     arch: BoardArch = arch_mod.DEFAULT,
     netboot: int = 0,
+    server_kind: str = DEFAULT_SERVER,
 ) -> LabPlan:
     """Bring the lab to `boards_wanted` boards of `arch`, all SSH-ready; reuses what is up.
 
     A board with a saved state (from `lab down`) taken of the same machine resumes from it
     unless `boot`; `fresh` also gives every board a clean disk. A running board of another
     arch is stopped and booted anew (on a disk over that arch's base). `netboot` diskless
-    boards join the inventory and the network powered off (see `_prepare_diskless`).
+    boards join the inventory and the network powered off (see `_prepare_diskless`). nfs-01
+    is `server_kind`: NFS-Ganesha in a container, or nfs-kernel-server in a VM of its own.
     """
     check_environment()
     lab_dir = paths.lab_dir()
     with _locked(lab_dir):
         previous = state.load(lab_dir / "state.json")
         root = export_root or Path(previous.get("export_root") or lab_dir / "export")
-        plan = make_plan(boards_wanted, lab_dir, root, arch.name, netboot)
+        plan = make_plan(boards_wanted, lab_dir, root, arch.name, netboot, server_kind)
         if netboot and arch.name != "armhf":
             raise UsageError(f"--netboot with --arch {arch.name}", "diskless boards are armhf")
         if netboot and not diskless.UBOOT.is_file():
@@ -199,14 +190,14 @@ def up(
                 f"{diskless.UBOOT}: no U-Boot for the diskless boards", diskless.UBOOT_HINT
             )
         plan.export_root.mkdir(parents=True, exist_ok=True)
-        kern, initrd, base = build_artifacts(report, arch, netboot=netboot > 0)
+        kern, initrd, base, server_art = build_artifacts(report, arch, netboot > 0, plan.server)
         client_pub = seeds.write_identity(plan, power_cycle_command())
         t0 = time.monotonic()
         network.create(plan)
-        state.save(plan.state_file, boards_wanted, plan.export_root, arch.name, netboot)
-        if server.running_pid() is None:
-            report(f"starting {SERVER_NAME} at {SERVER_ADDRESS}")
-            server.start(plan, seeds.server_seed(plan, client_pub))
+        state.save(
+            plan.state_file, boards_wanted, plan.export_root, arch.name, netboot, plan.server
+        )
+        serverhost.start(plan, client_pub, server_art, fresh, report)
         _prepare_diskless(plan, client_pub, report)
         wanted = {b.name for b in plan.boards}
         resumed: list[BoardPlan] = []
@@ -234,18 +225,19 @@ def up(
 
         def alive(name: str) -> bool:
             if name == SERVER_NAME:
-                return server.running_pid() is not None
+                return serverhost.running_pid(lab_dir, plan.server) is not None
             return boards.running_pid(board_files[name]) is not None
 
         def on_ready(name: str, after: float) -> None:
             report(f"{name} ssh-ready ({after:.1f} s)")
 
-        users = {SERVER_NAME: "root", **{b.name: BOARD_USER for b in plan.boards}}
+        users = {SERVER_NAME: plan.server_user, **{b.name: BOARD_USER for b in plan.boards}}
         late = ready.wait_all(
             hosts, users, plan.key, plan.known_hosts, READY_TIMEOUT, on_ready, alive
         )
         if late:
-            consoles = ", ".join(str(board_files[n].console) for n in late if n in board_files)
+            files_ = {**board_files, SERVER_NAME: servervm.files_of(lab_dir)}
+            consoles = ", ".join(str(files_[n].console) for n in late if n in files_)
             raise NetrootError(
                 f"not ssh-ready: {', '.join(late)}",
                 f"see the console logs: {consoles}"
@@ -293,7 +285,19 @@ def status() -> state.LabStatus:
     lab_dir = paths.lab_dir()
     saved = state.load(lab_dir / "state.json")
     planned = int(saved.get("boards") or 0)
-    found: list[_Found] = [(SERVER_NAME, "server", SERVER_ADDRESS, server.running_pid(), None)]
+    kind = str(saved.get("server") or DEFAULT_SERVER)
+    server_pid = serverhost.running_pid(lab_dir, kind)
+    # The VM's RSS is the server's cost; the container's processes are not one PID's.
+    server_rss = supervise.rss_kib(server_pid) if server_pid and kind == "kernel" else None
+    found: list[_Found] = [
+        (
+            SERVER_NAME,
+            "server",
+            SERVER_ADDRESS,
+            server_pid,
+            round(server_rss / 1024, 1) if server_rss else None,
+        )
+    ]
     found += _found_boards(lab_dir, "board", planned, "pi-", boards.running_pid)
     netboot = int(saved.get("netboot") or 0)
     found += _found_boards(lab_dir, "diskless", netboot, "nb-", diskless.running_pid)
@@ -318,11 +322,13 @@ def healthy(lab_status: state.LabStatus) -> bool:
         return False
     lab_dir = paths.lab_dir()
     key, kh = lab_dir / "id_ed25519", lab_dir / "known_hosts"
+    kind = str(state.load(lab_dir / "state.json").get("server") or DEFAULT_SERVER)
+    server_user = make_plan(1, lab_dir, server=kind).server_user
     with ThreadPoolExecutor(max_workers=len(lab_status.hosts)) as pool:
         return all(
             pool.map(
                 lambda h: ready.ssh_ok(
-                    h.address, key, kh, "root" if h.role == "server" else BOARD_USER
+                    h.address, key, kh, server_user if h.role == "server" else BOARD_USER
                 ),
                 [h for h in lab_status.hosts if h.role != "diskless"],
             )
@@ -349,7 +355,7 @@ def _save(board: BoardPlan, files: BoardFiles, lab_dir: Path) -> bool:
 
 
 def down(report: Report, save: bool = True) -> list[str]:
-    """Stop every board (by PID), remove the server container and the lab network.
+    """Stop every board (by PID), nfs-01 (container or VM) and the lab network.
 
     With `save`, each board's state is first saved into its own disk (QEMU savevm), so the next
     `lab up` resumes it in seconds instead of booting it under emulation.
@@ -372,7 +378,7 @@ def down(report: Report, save: bool = True) -> list[str]:
             if diskless.stop(BoardFiles(board.dir(lab_dir))):
                 stopped.append(board.name)
                 report(f"powered off {board.name} (diskless: nothing to save)")
-        if server.remove():
+        if serverhost.stop_all(lab_dir):
             stopped.append(SERVER_NAME)
             report(f"removed {SERVER_NAME}")
         for item in network.destroy():

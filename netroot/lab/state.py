@@ -51,11 +51,25 @@ class LabStatus:
         return data
 
 
-def save(path: Path, boards: int, export_root: Path, arch: str = "armhf", netboot: int = 0) -> None:
-    """Record the lab's size, arch and export root (processes are found by their pidfiles)."""
+def save(
+    path: Path,
+    boards: int,
+    export_root: Path,
+    arch: str = "armhf",
+    netboot: int = 0,
+    server: str = "ganesha",
+) -> None:
+    """Record the lab's size, arch, server kind and export root (processes are found by their
+    pidfiles)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    record = {"boards": boards, "export_root": str(export_root), "arch": arch, "netboot": netboot}
+    record = {
+        "boards": boards,
+        "export_root": str(export_root),
+        "arch": arch,
+        "netboot": netboot,
+        "server": server,
+    }
     tmp.write_text(json.dumps(record, indent=2))
     tmp.rename(path)
 

@@ -25,7 +25,15 @@ def test_up_needs_network_every_planned_board_and_ssh_everywhere() -> None:
 def test_state_file_round_trips(tmp_path: Path) -> None:
     f = tmp_path / "lab" / "state.json"
     state.save(f, 3, Path("/srv/x"))
-    assert state.load(f) == {"boards": 3, "export_root": "/srv/x", "arch": "armhf", "netboot": 0}
+    assert state.load(f) == {
+        "boards": 3,
+        "export_root": "/srv/x",
+        "arch": "armhf",
+        "netboot": 0,
+        "server": "ganesha",
+    }
+    state.save(f, 2, Path("/srv/x"), server="kernel")
+    assert state.load(f)["server"] == "kernel"
     assert state.load(tmp_path / "missing.json") == {}
     (tmp_path / "bad.json").write_text("{")
     assert state.load(tmp_path / "bad.json") == {}

@@ -1,0 +1,187 @@
+"""nfs-01 as a machine of its own (`lab up --server kernel`): Debian bookworm amd64 under QEMU
+(TCG) with Linux's own nfs-kernel-server, on the lab bridge like a board, reached over SSH only.
+
+Three disks: its root (a qcow2 over a cached base, like a board's SD card), its seed (host key,
+authorized_keys, address; read-only) and its export disk (ext4, mounted at the export root).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from netroot.errors import NetrootError
+from netroot.lab import boards, disk, monitor, network, supervise
+from netroot.lab.boards import BoardFiles
+from netroot.lab.plan import SERVER_ADDRESS, SERVER_NAME, LabPlan, stable_mac
+from netroot.paths import project_file
+from netroot.run import run
+
+QEMU = "qemu-system-x86_64"
+QEMU_HINT = "install qemu-system-x86: apt-get install qemu-system-x86"
+MEMORY_MIB = 768
+TAP = "nrsrv0"
+ROOT_SIZE = "3G"  # sparse, like the boards' disks
+EXPORT_SIZE = "16G"  # sparse: only what the versions use takes space on the host
+EXPORT_LABEL = "netroot-export"
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    """What the server VM boots: Debian's kernel and initramfs, and its base root disk."""
+
+    kernel: Path
+    initrd: Path
+    base: Path
+
+
+@dataclass(frozen=True)
+class ServerFiles(BoardFiles):
+    """The server VM's files under lab_dir/server-vm/ (a board's, plus its export disk)."""
+
+    @property
+    def export_disk(self) -> Path:
+        return self.dir / "export.img"
+
+
+def files_of(lab_dir: Path) -> ServerFiles:
+    return ServerFiles(lab_dir / "server-vm")
+
+
+def _key(rootfs_tar: Path) -> str:
+    h = hashlib.sha256(rootfs_tar.name.encode() + ROOT_SIZE.encode())
+    h.update(project_file("images", "server-vm", "customize.sh").read_bytes())
+    return h.hexdigest()[:12]
+
+
+def artifacts_for(rootfs_tar: Path, cache: Path) -> Artifacts:
+    """Where the artifacts built from `rootfs_tar` live in `cache` (pure: names only)."""
+    stem = cache / f"server-vm-{_key(rootfs_tar)}"
+    return Artifacts(
+        stem.with_suffix(".vmlinuz"), stem.with_suffix(".initrd"), stem.with_suffix(".img")
+    )
+
+
+def _boot_file(tree: Path, prefix: str) -> Path:
+    found = sorted((tree / "boot").glob(f"{prefix}-*"))
+    if len(found) != 1:
+        raise NetrootError(f"server VM tree: expected one /boot/{prefix}-*, found {len(found)}")
+    return found[0]
+
+
+def build(rootfs_tar: Path, cache: Path) -> Artifacts:
+    """Build (or reuse) the server VM's kernel, initramfs and base disk from its tree.
+
+    The kernel and initramfs are the ones Debian's packages installed in the tree (its
+    initramfs-tools image loads virtio and ext4); the disk is made with `mke2fs -d`, no mount.
+    """
+    art = artifacts_for(rootfs_tar, cache)
+    if art.base.exists() and art.kernel.exists() and art.initrd.exists():
+        return art
+    work = cache / "tmp" / f"{art.base.stem}.tree"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    try:
+        run(["tar", "-x", "-p", "--numeric-owner", "--xattrs", "-f", rootfs_tar, "-C", work])
+        run(["sh", project_file("images", "server-vm", "customize.sh"), work])
+        for src, dest in (("vmlinuz", art.kernel), ("initrd.img", art.initrd)):
+            tmp = dest.with_suffix(dest.suffix + ".tmp")
+            shutil.copyfile(_boot_file(work, src), tmp)
+            tmp.rename(dest)
+        tmp_img = art.base.with_suffix(".tmp")
+        tmp_img.unlink(missing_ok=True)
+        mke2fs: list[str | Path] = ["mke2fs", "-q", "-F", "-t", "ext4", "-L", "netroot-root"]
+        run([*mke2fs, "-d", work, tmp_img, ROOT_SIZE])
+        tmp_img.rename(art.base)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return art
+
+
+def kernel_cmdline() -> str:
+    """Root on the first virtio disk; eth0 (the name the server role's dnsmasq settings use)."""
+    return "root=/dev/vda rw console=ttyS0 panic=-1 quiet loglevel=4 net.ifnames=0"
+
+
+def qemu_argv(files: ServerFiles, art: Artifacts) -> list[str]:
+    """The server's qemu command line: x86_64 under TCG (KVM guests hang after SeaBIOS here).
+
+    The disks carry serials: the seed unit in the VM finds its seed and export disks by them.
+    """
+    mac = stable_mac(SERVER_ADDRESS)
+    pairs = [
+        ("-name", f"{SERVER_NAME},process=netroot-{SERVER_NAME}"),
+        ("-M", "q35"),
+        ("-cpu", "qemu64"),
+        ("-smp", "1"),
+        ("-m", str(MEMORY_MIB)),
+        ("-accel", "tcg,tb-size=128"),  # as the boards: the default cache is 1 GiB of RSS
+        ("-kernel", str(art.kernel)),
+        ("-initrd", str(art.initrd)),
+        ("-append", kernel_cmdline()),
+        ("-drive", f"if=none,id=root,file={files.disk},format=qcow2,discard=unmap"),
+        ("-device", "virtio-blk-pci,drive=root,serial=netroot-root"),
+        ("-drive", f"if=none,id=seed,file={files.seed},format=raw,readonly=on"),
+        ("-device", "virtio-blk-pci,drive=seed,serial=netroot-seed"),
+        ("-drive", f"if=none,id=export,file={files.export_disk},format=raw,discard=unmap"),
+        ("-device", "virtio-blk-pci,drive=export,serial=netroot-export"),
+        ("-netdev", f"tap,id=lan,ifname={TAP},script=no,downscript=no"),
+        ("-device", f"virtio-net-pci,netdev=lan,mac={mac},romfile="),
+        *boards.io_pairs(files),
+    ]
+    return [QEMU, *[x for pair in pairs for x in pair]]
+
+
+def prepare_disks(files: ServerFiles, art: Artifacts, fresh: bool) -> None:
+    """The server's root (a qcow2 over the base) and its export disk (made once, kept)."""
+    files.dir.mkdir(parents=True, exist_ok=True)
+    disk.overlay(art.base, files.disk, fresh)
+    if fresh:
+        files.export_disk.unlink(missing_ok=True)
+    if not files.export_disk.exists():
+        tmp = files.export_disk.with_suffix(".tmp")
+        tmp.unlink(missing_ok=True)
+        run(["mke2fs", "-q", "-F", "-t", "ext4", "-L", EXPORT_LABEL, tmp, EXPORT_SIZE])
+        tmp.rename(files.export_disk)
+
+
+def start(plan: LabPlan, seed: bytes, art: Artifacts, fresh: bool = False) -> int:
+    """Boot the server VM inside the lab namespace on its own tap; returns qemu's PID."""
+    files = files_of(plan.lab_dir)
+    stop(plan.lab_dir)
+    prepare_disks(files, art, fresh)
+    files.seed.write_bytes(seed)
+    files.console.unlink(missing_ok=True)
+    if not network.tap_exists(TAP):
+        network.add_tap(TAP)
+    run([*network.qemu_prefix(), *qemu_argv(files, art), "-daemonize"], hint=QEMU_HINT)
+    pid = running_pid(plan.lab_dir)
+    if pid is None:
+        raise NetrootError(f"{SERVER_NAME}: qemu daemonized but left no live pid")
+    return pid
+
+
+def running_pid(lab_dir: Path) -> int | None:
+    """qemu's PID if the server VM of this lab is running (checked by its root disk's path)."""
+    return boards.running_pid(files_of(lab_dir))
+
+
+def stop(lab_dir: Path, grace: float = 60.0) -> bool:
+    """Shut the server VM down cleanly (ACPI power button: systemd unmounts the export disk),
+    then stop it by PID if it is still there after `grace` seconds; True if it was running."""
+    files = files_of(lab_dir)
+    pid = running_pid(lab_dir)
+    if pid is None:
+        files.pidfile.unlink(missing_ok=True)
+        return False
+    try:
+        monitor.hmp(files.monitor_socket, ["system_powerdown"], timeout=10)
+    except (OSError, TimeoutError):
+        grace = 0
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and supervise.is_ours(pid, str(files.disk)):
+        time.sleep(0.5)
+    return boards.stop(files) or True

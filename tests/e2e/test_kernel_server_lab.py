@@ -1,0 +1,198 @@
+"""Issue 21's kernel server on the virtual lab: `lab up --server kernel`, nfs-01 a Debian x86_64
+VM with Linux's own nfs-kernel-server, reached over SSH as its sudo user (root refused).
+
+One rollout does the work of the whole module (each costs minutes of emulated boards): the
+export from the control host lands on the server, nfsd is restarted in the middle, and the
+rollout (provision + smoke per board) still completes; then status, `exportfs -v` (exactly the
+inventory's boards, read-only, an fsid each) and a board's own NFSv3 and NFSv4.2 mounts.
+
+The module brings the lab up with the kernel server itself, and gives back what it found: a
+lab that was down is taken down, a ganesha lab is brought back as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from netroot.paths import project_file
+from tests.e2e.conftest import LabHandle, _report
+from tests.e2e.helpers import export, netroot, variant_image
+
+pytestmark = pytest.mark.e2e
+
+BOARDS = 2
+SERVER = "nfs-01"
+FAST = ("--qpu", "skip", "--yes", "--canary", "1", "--batch", "100%")
+
+
+@dataclass(frozen=True)
+class KernelLab:
+    lab: LabHandle
+    inventory: Path  # this module's copy (own state file)
+
+
+@pytest.fixture(scope="module")
+def kernel_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelLab]:
+    from netroot import paths
+    from netroot.errors import EnvironmentMissing
+    from netroot.inventory import load
+    from netroot.lab import service, state
+    from netroot.sshtarget import target_for
+
+    try:
+        service.check_environment()
+    except EnvironmentMissing as exc:
+        pytest.skip(f"virtual lab cannot run here: {exc.message} ({exc.hint})")
+    before = service.status()
+    before_kind = state.load(paths.lab_dir() / "state.json").get("server") or "ganesha"
+    t0 = time.monotonic()
+    service.up(BOARDS, _report, server_kind="kernel")
+    _report(f"kernel lab ready after {time.monotonic() - t0:.1f} s")
+    inv = load(paths.lab_inventory())
+    handle = LabHandle(
+        inventory=paths.lab_inventory(),
+        lab_dir=paths.lab_dir(),
+        export_root=Path(inv.server.export_root),
+        key=paths.lab_dir() / "id_ed25519",
+        known_hosts=paths.lab_dir() / "known_hosts",
+        addresses={name: h.ssh_host for name, h in inv.hosts.items()},
+        started_here=not before.anything_running,
+        targets={name: target_for(h) for name, h in inv.hosts.items()},
+    )
+    copy = tmp_path_factory.mktemp("kernel") / "inventory.yml"
+    shutil.copy(handle.inventory, copy)
+    yield KernelLab(handle, copy)
+    if handle.started_here:
+        service.down(_report)
+    elif before_kind != "kernel":
+        service.up(max(1, before.boards_planned), _report, server_kind=str(before_kind))
+
+
+def test_lab_server_is_a_sudo_user_on_a_kernel_nfs_server(kernel_lab: KernelLab) -> None:
+    from netroot.lab import service
+
+    lab = kernel_lab.lab
+    # `lab status` finds the VM and `healthy` logs in to it as its sudo user.
+    status = service.status()
+    server = next(h for h in status.hosts if h.role == "server")
+    assert server.running and server.ssh and server.rss_mib
+    assert status.up and service.healthy(status)
+    target = lab.targets[SERVER]
+    assert (target.user, target.become) == ("admin", True)
+    # Root is refused over SSH, as on a real server.
+    refused = lab.ssh(SERVER, "true", check=False, user="root")
+    assert refused.returncode == 255 and "Permission denied" in refused.stderr
+    out = lab.ssh(SERVER, "uname -m; cat /proc/fs/nfsd/versions; findmnt -no FSTYPE,SOURCE "
+                  f"{lab.export_root}").stdout.split("\n")  # fmt: skip
+    assert out[0] == "x86_64"
+    assert "+3" in out[1] and "+4.2" in out[1]
+    # The export root is a disk of its own, not the server's root filesystem.
+    assert out[2].split()[0] == "ext4" and out[2].split()[1] != "/dev/vda"
+
+
+def test_rollout_with_nfsd_restarted_midway_then_exports_and_mounts(
+    kernel_lab: KernelLab,
+) -> None:
+    lab, inv = kernel_lab.lab, kernel_lab.inventory
+    version = export(lab.inventory, variant_image("e2e-kernel", f"kernel {time.time()}"))
+    versions = lab.export_root / "raspbian" / "versions"
+    restarted: list[str] = []
+
+    def restart_nfsd_once_the_version_is_there() -> None:
+        # The server play copies the version to the server, then the boards mount it: restart
+        # nfsd right after the copy lands, while the boards play runs.
+        deadline = time.monotonic() + 1200
+        while time.monotonic() < deadline:
+            probe = lab.ssh(SERVER, f"test -f {versions}/{version}.json", check=False)
+            if probe.returncode == 0:
+                lab.ssh(SERVER, "systemctl restart nfs-server")
+                restarted.append(time.strftime("%T"))
+                return
+            time.sleep(2)
+
+    thread = threading.Thread(target=restart_nfsd_once_the_version_is_there)
+    thread.start()
+    proc = netroot(inv, "rollout", "netroot-lab/raspbian:e2e-kernel", "--name", "raspbian",
+                   "--json", *FAST)  # fmt: skip
+    thread.join()
+    assert restarted, "nfsd was never restarted: the version never reached the server"
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert {b["board"]: (b["outcome"], b["version"]) for b in result["boards"]} == {
+        b: ("ok", version) for b in lab.boards
+    }
+
+    # The export from the control host landed on the server, byte for byte.
+    local = (versions / f"{version}.json").read_bytes()
+    assert lab.ssh(SERVER, f"cat {versions}/{version}.json").stdout.encode() == local
+
+    status = json.loads(netroot(inv, "status", "--json").stdout)["boards"]
+    assert {b["board"]: (b["mounted"], bool(b["drift"])) for b in status} == {
+        b: (version, False) for b in lab.boards
+    }
+
+    # Exactly the inventory's boards, read-only, a fixed fsid, on the image's export.
+    exports = lab.ssh(SERVER, "exportfs -v").stdout
+    grants = re.findall(r"(\d+\.\d+\.\d+\.\d+)\(([^)]*)\)", exports)
+    assert sorted(addr for addr, _ in grants) == sorted(lab.addresses[b] for b in lab.boards)
+    for _, options in grants:
+        opts = options.split(",")
+        assert "ro" in opts and "rw" not in opts and any(o.startswith("fsid=") for o in opts)
+    assert f"{lab.export_root}/raspbian" in exports
+
+    # A board mounts the export itself over NFSv3 and NFSv4.2 (its root is served too).
+    board = lab.boards[0]
+    share = f"{lab.addresses[SERVER]}:{lab.export_root}/raspbian"
+    mnt = "/mnt/nr-kernel"
+    for opts, vers in (("vers=3,proto=tcp,nolock", "vers=3"), ("vers=4.2", "vers=4.2")):
+        line = (
+            f"mkdir -p {mnt} && mount -t nfs -o {opts} {share} {mnt}"
+            f" && test -x {mnt}/versions/{version}/usr/bin/python3"
+            f" && grep ' {mnt} ' /proc/mounts; umount {mnt}"
+        )
+        out = lab.ssh(board, line)
+        assert vers in out.stdout, out.stdout
+    root = lab.ssh(board, "/usr/local/sbin/netroot-chroot /usr/bin/python3 -c 'print(6*7)'")
+    assert root.stdout.strip().endswith("42")
+
+
+def test_exports_the_kernel_refuses_are_not_kept(kernel_lab: KernelLab, tmp_path: Path) -> None:
+    """`exportfs -ra` is the real check: an export nfsd cannot serve (a ramfs has no file
+    handles) passes the static check, is refused by the kernel, and the previous /etc/exports
+    is put back, byte for byte, and served as before."""
+    lab = kernel_lab.lab
+    refused = f"{lab.export_root}/refused"
+    before = lab.ssh(SERVER, "sha256sum /etc/exports; exportfs -v").stdout
+    lab.ssh(SERVER, f"mkdir -p {refused} && mount -t ramfs netroot-test {refused}"
+            f" && mkdir -p {refused}/versions/{'0' * 16}")  # fmt: skip
+    try:
+        data = yaml.safe_load(kernel_lab.inventory.read_text())
+        lab_group = data["all"]["children"]["boards"]["children"]["lab"]["hosts"]
+        lab_group[lab.boards[-1]]["netroot_image"] = "refused"
+        inv = tmp_path / "inventory.yml"
+        inv.write_text(yaml.safe_dump(data))
+        playbooks = project_file("playbooks")
+        proc = subprocess.run(
+            [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inv),
+             str(playbooks / "nfs_server.yml"), "-e", "netroot_export_mirror_from="],
+            env={**os.environ, "ANSIBLE_CONFIG": str(playbooks / "ansible.cfg")},
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert proc.returncode != 0
+        assert "refused the new exports" in proc.stdout and "does not support NFS" in proc.stdout
+        assert lab.ssh(SERVER, "sha256sum /etc/exports; exportfs -v").stdout == before
+    finally:
+        lab.ssh(SERVER, f"umount {refused}; rmdir {refused}", check=False)
