@@ -22,7 +22,23 @@ IO_MODULES = (
     "netroot.adapters",  # Docker, SSH, ansible-runner: the side effects themselves
     "netroot.run",  # subprocess with a deadline and a clean kill
     "netroot.cli",  # the composition root: hands adapters to the rest
-    "netroot.lab",  # the virtual lab: QEMU machines, their network and images
+    # The virtual lab: its QEMU machines, their network, disks and images (its plans,
+    # recipes, renderers and state file are checked like the rest).
+    "netroot.lab.boards",
+    "netroot.lab.disk",
+    "netroot.lab.diskless",
+    "netroot.lab.images",
+    "netroot.lab.kernel",
+    "netroot.lab.keys",
+    "netroot.lab.monitor",
+    "netroot.lab.netboot_image",
+    "netroot.lab.network",
+    "netroot.lab.ready",
+    "netroot.lab.seeds",
+    "netroot.lab.server",
+    "netroot.lab.serverhost",
+    "netroot.lab.servervm",
+    "netroot.lab.service",
     "netroot.remote",  # runs on the NFS server
     # The QPU program, run on the board (qpu/bundle.py ships it): the VideoCore mailbox
     # (/dev/vcio, mmap), the stages that drive it, and the emulated board behind it.
