@@ -46,6 +46,12 @@ class Failure:
     task: str
     message: str
     unreachable: bool = False
+    items: tuple[str, ...] = ()  # a looped task: each failed item's own message
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        """What to tell the user: one line per failed item, else the message."""
+        return self.items or (self.message,)
 
 
 @dataclass(frozen=True)
@@ -82,8 +88,30 @@ class Progress:
     last: dict[str, str] = field(default_factory=dict)  # host -> "ok: task" / "changed: task"
 
 
+def _item_messages(res: Mapping[str, Any]) -> list[str]:
+    """Each failed item's own message, labelled with its item unless the message names it."""
+    results = res.get("results")
+    if not isinstance(results, list):
+        return []
+    messages = []
+    for item in results:
+        if not isinstance(item, Mapping) or not item.get("failed"):
+            continue
+        message = _message(item)
+        label = str(item.get("_ansible_item_label", item.get("item", ""))).strip()
+        if label and label not in message:
+            message = f"{label}: {message}"
+        if message not in messages:
+            messages.append(message)
+    return messages
+
+
 def _message(res: Mapping[str, Any]) -> str:
     """The most useful line of a failed result: msg, else stderr, else the module's output."""
+    # A looped task's own msg is only "One or more items failed": the items say what and why.
+    items = _item_messages(res)
+    if items:
+        return "; ".join(items)
     # raw/command failures say only "non-zero return code" in msg: their stderr says why.
     generic = str(res.get("msg", "")).strip() in ("", "non-zero return code")
     stderr = [
@@ -106,11 +134,6 @@ def _message(res: Mapping[str, Any]) -> str:
             return " ".join(value.strip().split())
         if isinstance(value, list) and value:
             return " ".join(str(v) for v in value)
-    results = res.get("results")
-    if isinstance(results, list):
-        for item in results:
-            if isinstance(item, Mapping) and item.get("failed"):
-                return _message(item)
     return "failed (no message)"
 
 
@@ -181,7 +204,8 @@ class Summary:
                 self.progress.last[name] = f"unreachable: {task}"
                 return
             stats.failed += 1
-            self.failures.append(Failure(name, task, _message(res)))
+            items = tuple(_item_messages(res))
+            self.failures.append(Failure(name, task, _message(res), items=items))
             self.progress.last[name] = f"failed: {task}"
 
     def _collect_diff(self, host: str, task: str, res: Mapping[str, Any]) -> None:

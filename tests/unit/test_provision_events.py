@@ -46,8 +46,48 @@ def test_failed_task_is_named_with_its_message() -> None:
     assert "failed to validate" in failure.message and "not absolute" in failure.message
 
 
+def test_a_looped_task_reports_each_failed_items_own_message() -> None:
+    """Recorded from the server role's per-image check with two images never exported: the
+    task's own msg ("One or more items failed") says nothing; each item says what and how."""
+    summary = summarize(_events("items_failed"))
+    assert summary.exit_code == Exit.FAILED
+    [failure] = summary.failures
+    assert (failure.host, failure.task) == ("nfs-t", "Check the exports can be served")
+    assert len(failure.items) == 2 and failure.lines == failure.items
+    for line, image in zip(failure.items, ("img-gone", "img-none"), strict=True):
+        assert line.startswith(f"no version of image {image} exported yet"), line
+        assert f"run `netroot export SOURCE --name {image}`" in line
+    assert "One or more items failed" not in failure.message
+    assert all(item in failure.message for item in failure.items)
+
+
+def test_a_failed_item_without_its_label_in_the_message_is_labelled() -> None:
+    summary = Summary()
+    item = {"failed": True, "msg": "boom", "item": "/srv/x", "_ansible_item_label": "/srv/x"}
+    ok = {"failed": False, "msg": "fine", "item": "a"}
+    summary.apply(
+        {
+            "event": "runner_on_failed",
+            "event_data": {
+                "host": "pi-01",
+                "task": "Loop",
+                "res": {"msg": "One or more items failed", "results": [ok, item, dict(item)]},
+            },
+        }
+    )
+    [failure] = summary.failures
+    assert failure.items == ("/srv/x: boom",)  # the same message twice is said once
+    assert failure.message == "/srv/x: boom"
+
+
+def test_a_failure_without_items_is_one_line() -> None:
+    summary = summarize(_events("validate_failed"))
+    [failure] = summary.failures
+    assert failure.items == () and failure.lines == (failure.message,)
+
+
 def test_counts_from_events_agree_with_ansibles_recap() -> None:
-    for name in ("unreachable", "ganesha_idempotent", "validate_failed"):
+    for name in ("unreachable", "ganesha_idempotent", "validate_failed", "items_failed"):
         events = _events(name)
         live = Summary()
         for event in events:
