@@ -8,6 +8,7 @@ with their task name and message, and what each host is doing now, so the CLI ca
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,6 +138,32 @@ def _message(res: Mapping[str, Any]) -> str:
     return "failed (no message)"
 
 
+_BECOME_TIMEOUT = re.compile(r"Timeout \((\d+)s\) waiting for privilege escalation prompt")
+_SLOW_SSH = ("Connection timed out during banner exchange", "Connection timed out")
+_KNOBS = "ansible_ssh_timeout (netroot's default 30) and ansible_ssh_retries (default 2)"
+
+
+def explain_unreachable(message: str) -> str:
+    """Ansible's unreachable message with what it means for a board and what to do.
+
+    A timeout is a host that answered too slowly (loaded, booting), not one that is down: say
+    so, and name the inventory settings that give it more time.
+    """
+    match = _BECOME_TIMEOUT.search(message)
+    if match:
+        return (
+            f"the host accepted SSH but sudo gave no answer within {match.group(1)} s: it is "
+            f"busy (booting, or emulated on a loaded machine), not down; give it more time with "
+            f"{_KNOBS} in the inventory"
+        )
+    if any(text in message for text in _SLOW_SSH):
+        return (
+            f"{message} (no SSH answer in time: a host that is down, or too busy to answer; "
+            f"if it is up, raise {_KNOBS} in the inventory)"
+        )
+    return message
+
+
 @dataclass
 class Summary:
     """Per-host counters and failures, built from events (and corrected by the final stats)."""
@@ -191,7 +218,8 @@ class Summary:
             self.progress.last[name] = f"skipped: {task}"
         elif kind == "runner_on_unreachable":
             stats.unreachable += 1
-            self.failures.append(Failure(name, task, _message(res), unreachable=True))
+            message = explain_unreachable(_message(res))
+            self.failures.append(Failure(name, task, message, unreachable=True))
             self.progress.last[name] = f"unreachable: {task}"
         elif kind == "runner_on_failed":
             if data.get("ignore_errors"):

@@ -197,3 +197,39 @@ def test_a_refused_template_validation_says_why() -> None:
     assert summary.failures[0].message == (
         "failed to validate: dnsmasq: bad dhcp-range at line 9 of /tmp/.ansible/tmpx"
     )
+
+
+def _unreachable(message: str) -> str:
+    summary = Summary()
+    summary.apply(
+        {
+            "event": "runner_on_unreachable",
+            "event_data": {
+                "host": "pi-03",
+                "task": "Gather",
+                "res": {"msg": message, "unreachable": True, "changed": False},
+            },
+        }
+    )
+    [failure] = summary.failures
+    assert failure.unreachable and summary.exit_code == Exit.UNREACHABLE
+    return failure.message
+
+
+def test_a_silent_sudo_is_reported_as_a_busy_host_with_the_settings_to_raise() -> None:
+    # Ansible's words (plugins/connection/ssh.py) when sudo stays silent past timeout + 2 s.
+    message = _unreachable("Timeout (32s) waiting for privilege escalation prompt: ")
+    assert message.startswith("the host accepted SSH but sudo gave no answer within 32 s")
+    assert "not down" in message
+    assert "ansible_ssh_timeout" in message and "ansible_ssh_retries" in message
+
+
+def test_a_slow_ssh_answer_keeps_sshs_words_and_adds_what_to_do() -> None:
+    ssh = "Failed to connect to the host via ssh: Connection timed out during banner exchange"
+    message = _unreachable(ssh)
+    assert message.startswith(ssh) and "ansible_ssh_timeout" in message
+
+
+def test_a_host_that_refuses_is_reported_as_ssh_says() -> None:
+    ssh = "Failed to connect to the host via ssh: ssh: connect to host 10.77.0.13 port 22: No route"
+    assert _unreachable(ssh) == ssh
