@@ -18,6 +18,7 @@ from netroot.lab import (
 )
 from netroot.lab import (
     boards,
+    builds,
     disk,
     diskless,
     doctor,
@@ -96,6 +97,7 @@ def build_artifacts(
     cache = paths.cache_dir() / "lab"
     cache.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
+    builds.build_all((arch.kernel, recipes.BOARD, recipes.SERVER, recipes.RASPBIAN), cache, report)
     ktar = images.rootfs(arch.kernel, cache, report)
     kern = kernel.unpack(ktar, cache / f"kernel-{arch.kernel.arch}-{arch.kernel.key}")
     initrd = kernel.build_initramfs(kern, cache)
