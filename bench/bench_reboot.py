@@ -44,7 +44,9 @@ def _reboot_task_s(run_dir: Path) -> dict[str, float]:
     for f in run_dir.glob("artifacts/*/job_events/*.json"):
         event = json.loads(f.read_text())
         data = event.get("event_data") or {}
-        if event.get("event") == "runner_on_ok" and data.get("task") == TASK:
+        res = data.get("res") or {}
+        # The include that brings reboot.yml in has the same name: only the module says rebooted.
+        if event.get("event") == "runner_on_ok" and data.get("task") == TASK and "rebooted" in res:
             out[str(data["host"])] = round(float(data.get("duration") or 0), 1)
     return out
 
@@ -53,6 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--boards", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--keep", action="store_true", help="keep the scratch dir (run events)")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="netroot-bench-reboot-", dir="/var/tmp"))
     env = {**os.environ, "NETROOT_HOME": str(scratch), "NO_COLOR": "1"}
@@ -106,7 +109,8 @@ def main() -> None:
             result["median_reboot_task_s_probe_10"] / result["median_reboot_task_s_probe_30"], 3
         )
     print(json.dumps(result, indent=2))
-    shutil.rmtree(scratch, ignore_errors=True)
+    if not args.keep:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":
