@@ -18,6 +18,11 @@ from netroot.errors import UsageError
 from netroot.inventory import Host
 
 BECOME_METHODS = ("sudo",)
+# As playbooks/ansible.cfg (timeout, [ssh_connection] retries): netroot's own SSH sessions
+# wait and retry like Ansible does, and the inventory's ansible_ssh_timeout and
+# ansible_ssh_retries change both.
+SSH_TIMEOUT_S = 30.0
+SSH_RETRIES = 2
 _TRUE = {"true", "yes", "on", "1", "y", "t"}
 _FALSE = {"false", "no", "off", "0", "n", "f", ""}
 
@@ -32,6 +37,8 @@ class SshTarget:
     known_hosts: str  # host keys are checked against this file; unknown keys are refused
     become: bool = False
     become_user: str = "root"
+    timeout: float = SSH_TIMEOUT_S  # seconds to connect and for the server to answer
+    retries: int = SSH_RETRIES  # connections tried again after a timeout
 
     @property
     def sudo(self) -> bool:
@@ -80,6 +87,18 @@ def known_hosts_for(host: Host) -> str:
     return str(Path.home() / ".ssh" / "known_hosts")
 
 
+def _number(host: Host, field: str, default: float, least: float) -> float:
+    """An inventory number (Ansible's vars are often strings), else a usage error."""
+    value = host.vars.get(field, default)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = least - 1
+    if isinstance(value, bool) or number < least:
+        raise UsageError(f"{host.name}: {field}: expected a number >= {least:g}, got {value!r}")
+    return number
+
+
 def target_for(host: Host) -> SshTarget:
     """The host's SSH target, become included; a become method other than sudo is refused."""
     become = as_bool(host.vars.get("ansible_become", False), host.name, "ansible_become")
@@ -98,4 +117,6 @@ def target_for(host: Host) -> SshTarget:
         known_hosts=known_hosts_for(host),
         become=become,
         become_user=str(host.vars.get("ansible_become_user", "root")),
+        timeout=_number(host, "ansible_ssh_timeout", SSH_TIMEOUT_S, 1),
+        retries=int(_number(host, "ansible_ssh_retries", SSH_RETRIES, 0)),
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -29,6 +31,10 @@ class Unreachable(NetrootError):
             Exit.UNREACHABLE,
         )
         self.target = target
+
+
+class _SlowAnswer(Exception):
+    """The host did not answer in time: busy, maybe, rather than gone."""
 
 
 class BecomeRefused(NetrootError):
@@ -97,7 +103,7 @@ def check_privileges(targets: Sequence[SshTarget], proven: Collection[str] = ())
         if target.name in proven:
             return become_problem(target, 0, "")
         try:
-            with Session(target, connect_timeout=15) as session:
+            with Session(target) as session:
                 res = session.run("sudo -n true", timeout=60)
         except Unreachable:
             return None
@@ -115,12 +121,32 @@ def check_privileges(targets: Sequence[SshTarget], proven: Collection[str] = ())
 class Session:
     """One SSH connection to one host; commands run with their exit code, not raised."""
 
-    def __init__(self, target: SshTarget, connect_timeout: float = 15.0) -> None:
+    def __init__(self, target: SshTarget, connect_timeout: float | None = None) -> None:
         self.target = target
-        self._timeout = connect_timeout
+        self._timeout = connect_timeout if connect_timeout is not None else target.timeout
         self._client: paramiko.SSHClient | None = None
 
     def _connect(self) -> paramiko.SSHClient:
+        """Connect, trying again (after 0 s, 1 s, 3 s...) while the host is only slow to answer.
+
+        A busy board (booting, emulated on a loaded machine) may miss a timeout; a wrong host
+        key, a refused login or a refused connection is an answer, and is never retried.
+        """
+        for attempt in range(self.target.retries + 1):
+            try:
+                return self._connect_once()
+            except _SlowAnswer as slow:
+                if attempt == self.target.retries:
+                    tries = f", {attempt + 1} tries" if attempt else ""
+                    why = (
+                        f"{slow}{tries}: down, or too busy to answer; if it is up, raise "
+                        "ansible_ssh_timeout or ansible_ssh_retries in the inventory"
+                    )
+                    raise Unreachable(self.target, why) from None
+                time.sleep(min(2**attempt - 1, 30))
+        raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+    def _connect_once(self) -> paramiko.SSHClient:
         import paramiko
 
         client = paramiko.SSHClient()
@@ -130,6 +156,7 @@ class Session:
             why = f"known_hosts {self.target.known_hosts} missing"
             raise Unreachable(self.target, why) from None
         client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        sock = self._ssh_socket()
         try:
             client.connect(
                 self.target.host,
@@ -141,14 +168,41 @@ class Session:
                 auth_timeout=self._timeout,
                 allow_agent=False,
                 look_for_keys=self.target.key_file is None,
+                sock=sock,
             )
         except paramiko.BadHostKeyException:
             raise Unreachable(self.target, "host key does not match known_hosts") from None
-        except paramiko.SSHException as exc:
-            raise Unreachable(self.target, str(exc) or type(exc).__name__) from None
-        except OSError as exc:
+        except (paramiko.SSHException, OSError) as exc:
+            client.close()
             raise Unreachable(self.target, str(exc) or type(exc).__name__) from None
         return client
+
+    def _ssh_socket(self) -> socket.socket:
+        """A connection whose server has started to speak SSH (its banner is left unread).
+
+        Waiting for the banner here, rather than in paramiko (which says "Error reading SSH
+        protocol banner" both for a host that hung up and one that said nothing in time), tells
+        a busy host from one that refuses.
+        """
+        address = (self.target.host, self.target.port)
+        try:
+            sock = socket.create_connection(address, timeout=self._timeout)
+        except TimeoutError:
+            raise _SlowAnswer(f"no TCP answer within {self._timeout:g} s") from None
+        except OSError as exc:
+            raise Unreachable(self.target, str(exc) or type(exc).__name__) from None
+        try:
+            first = sock.recv(4, socket.MSG_PEEK)
+        except TimeoutError:
+            sock.close()
+            raise _SlowAnswer(f"no SSH answer within {self._timeout:g} s") from None
+        except OSError as exc:
+            sock.close()
+            raise Unreachable(self.target, str(exc) or type(exc).__name__) from None
+        if not first:
+            sock.close()
+            raise Unreachable(self.target, "the host closed the connection before SSH began")
+        return sock
 
     @property
     def client(self) -> paramiko.SSHClient:

@@ -76,6 +76,25 @@ def up_cmd(
     app.out.info(f"inventory: {plan.lab_dir / 'inventory.yml'}")
 
 
+@lab_app.command("build")
+def build_cmd(
+    ctx: typer.Context,
+    arch: str = typer.Option("armhf", "--arch", help="Board kernel: armhf (the default) or arm64."),
+) -> None:
+    """Build the lab's artifacts (once, cached) without starting anything; `up` builds them too."""
+    from netroot.lab import arch as arch_mod
+    from netroot.lab import service
+
+    app, t0 = _reporter(ctx)
+
+    def report(msg: str) -> None:
+        app.out.info(f"[cyan]{time.monotonic() - t0:6.1f}s[/cyan] {escape(msg)}", markup=True)
+
+    chosen = arch_mod.by_name(arch)
+    service.check_environment()
+    service.build_artifacts(report, chosen)
+
+
 @lab_app.command("power-cycle", hidden=True)
 def power_cycle_cmd(
     ctx: typer.Context, name: str = typer.Argument(..., help="A diskless board (nb-NN).")

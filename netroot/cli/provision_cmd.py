@@ -154,7 +154,8 @@ def register(app: typer.Typer) -> None:
             )
         for failure in summary.failures:
             kind = "unreachable" if failure.unreachable else "failed"
-            out.error(f"{failure.host} {kind} at task {failure.task!r}: {failure.message}")
+            for line in failure.lines:
+                out.error(f"{failure.host} {kind} at task {failure.task!r}: {line}")
         if not summary.hosts and result.rc:
             out.error(
                 f"ansible-playbook exited {result.rc} before any host result",

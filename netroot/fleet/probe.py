@@ -13,7 +13,7 @@ from netroot.sshtarget import target_for
 
 def observe(board: Board) -> tuple[BoardFacts | None, str]:
     try:
-        with Session(target_for(board.host), connect_timeout=10) as session:
+        with Session(target_for(board.host)) as session:
             res = session.run_privileged(PROBE, timeout=60)
         stderr = res.stderr.decode(errors="replace")
         refused = sudo_refused(session.target, res.rc, stderr)

@@ -40,15 +40,19 @@ class Recipe:
     def filename(self) -> str:
         return f"{self.name}-{self.arch}-{self.key}.tar"
 
-    def argv(self, output: str) -> list[str]:
-        """The mmdebstrap command line that writes this tree to `output`."""
+    def argv(self, output: str, build_options: tuple[str, ...] = ()) -> list[str]:
+        """The mmdebstrap command line that writes this tree to `output`.
+
+        build_options: options that change how fast the tree is built, never what is in it
+        (so they are not part of the key).
+        """
         # --format: never guessed from the file name (a temporary name would make a directory).
         argv = ["mmdebstrap", "--quiet", "--format=tar", f"--arch={self.arch}"]
         argv.append(f"--variant={self.variant}")
         argv += [f"--dpkgopt={opt}" for opt in self.dpkg_opts]
         if self.packages:
             argv.append("--include=" + ",".join(self.packages))
-        argv += [self.suite, output, self.mirror]
+        argv += [*build_options, self.suite, output, self.mirror]
         return argv
 
 

@@ -17,6 +17,7 @@ from netroot.lab import (
 )
 from netroot.lab import (
     boards,
+    builds,
     disk,
     diskless,
     doctor,
@@ -93,6 +94,8 @@ def build_artifacts(
     cache = paths.cache_dir() / "lab"
     cache.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
+    server_tree = recipes.SERVER_VM if server_kind == "kernel" else recipes.SERVER
+    builds.build_all((arch.kernel, recipes.BOARD, server_tree, recipes.RASPBIAN), cache, report)
     ktar = images.rootfs(arch.kernel, cache, report)
     kern = kernel.unpack(ktar, cache / f"kernel-{arch.kernel.arch}-{arch.kernel.key}")
     initrd = kernel.build_initramfs(kern, cache)

@@ -8,6 +8,7 @@ with their task name and message, and what each host is doing now, so the CLI ca
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,12 @@ class Failure:
     task: str
     message: str
     unreachable: bool = False
+    items: tuple[str, ...] = ()  # a looped task: each failed item's own message
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        """What to tell the user: one line per failed item, else the message."""
+        return self.items or (self.message,)
 
 
 @dataclass(frozen=True)
@@ -82,8 +89,30 @@ class Progress:
     last: dict[str, str] = field(default_factory=dict)  # host -> "ok: task" / "changed: task"
 
 
+def _item_messages(res: Mapping[str, Any]) -> list[str]:
+    """Each failed item's own message, labelled with its item unless the message names it."""
+    results = res.get("results")
+    if not isinstance(results, list):
+        return []
+    messages = []
+    for item in results:
+        if not isinstance(item, Mapping) or not item.get("failed"):
+            continue
+        message = _message(item)
+        label = str(item.get("_ansible_item_label", item.get("item", ""))).strip()
+        if label and label not in message:
+            message = f"{label}: {message}"
+        if message not in messages:
+            messages.append(message)
+    return messages
+
+
 def _message(res: Mapping[str, Any]) -> str:
     """The most useful line of a failed result: msg, else stderr, else the module's output."""
+    # A looped task's own msg is only "One or more items failed": the items say what and why.
+    items = _item_messages(res)
+    if items:
+        return "; ".join(items)
     # raw/command failures say only "non-zero return code" in msg: their stderr says why.
     generic = str(res.get("msg", "")).strip() in ("", "non-zero return code")
     stderr = [
@@ -106,12 +135,33 @@ def _message(res: Mapping[str, Any]) -> str:
             return " ".join(value.strip().split())
         if isinstance(value, list) and value:
             return " ".join(str(v) for v in value)
-    results = res.get("results")
-    if isinstance(results, list):
-        for item in results:
-            if isinstance(item, Mapping) and item.get("failed"):
-                return _message(item)
     return "failed (no message)"
+
+
+_BECOME_TIMEOUT = re.compile(r"Timeout \((\d+)s\) waiting for privilege escalation prompt")
+_SLOW_SSH = ("Connection timed out during banner exchange", "Connection timed out")
+_KNOBS = "ansible_ssh_timeout (netroot's default 30) and ansible_ssh_retries (default 2)"
+
+
+def explain_unreachable(message: str) -> str:
+    """Ansible's unreachable message with what it means for a board and what to do.
+
+    A timeout is a host that answered too slowly (loaded, booting), not one that is down: say
+    so, and name the inventory settings that give it more time.
+    """
+    match = _BECOME_TIMEOUT.search(message)
+    if match:
+        return (
+            f"the host accepted SSH but sudo gave no answer within {match.group(1)} s: it is "
+            f"busy (booting, or emulated on a loaded machine), not down; give it more time with "
+            f"{_KNOBS} in the inventory"
+        )
+    if any(text in message for text in _SLOW_SSH):
+        return (
+            f"{message} (no SSH answer in time: a host that is down, or too busy to answer; "
+            f"if it is up, raise {_KNOBS} in the inventory)"
+        )
+    return message
 
 
 @dataclass
@@ -168,7 +218,8 @@ class Summary:
             self.progress.last[name] = f"skipped: {task}"
         elif kind == "runner_on_unreachable":
             stats.unreachable += 1
-            self.failures.append(Failure(name, task, _message(res), unreachable=True))
+            message = explain_unreachable(_message(res))
+            self.failures.append(Failure(name, task, message, unreachable=True))
             self.progress.last[name] = f"unreachable: {task}"
         elif kind == "runner_on_failed":
             if data.get("ignore_errors"):
@@ -181,7 +232,8 @@ class Summary:
                 self.progress.last[name] = f"unreachable: {task}"
                 return
             stats.failed += 1
-            self.failures.append(Failure(name, task, _message(res)))
+            items = tuple(_item_messages(res))
+            self.failures.append(Failure(name, task, _message(res), items=items))
             self.progress.last[name] = f"failed: {task}"
 
     def _collect_diff(self, host: str, task: str, res: Mapping[str, Any]) -> None:

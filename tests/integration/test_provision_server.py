@@ -290,3 +290,39 @@ def test_board_down_is_unreachable_while_the_server_completes(
     assert {f.host for f in result.summary.failures if f.unreachable} == {"pi-a", "pi-b"}
     assert result.exit_code == Exit.UNREACHABLE
     assert exports.exists()
+
+
+def test_every_image_without_a_version_is_named_with_the_fix(
+    host: NetnsHost, tmp_path: Path
+) -> None:
+    """The looped check fails per image: each failed item's own message reaches the summary
+    (Ansible's task-level msg says only "One or more items failed")."""
+    inventory = _inventory(
+        host,
+        tmp_path,
+        {
+            "netroot_nfs_backend": "kernel",
+            "netroot_nfs_server_exports_file": str(tmp_path / "exports"),
+            "netroot_nfs_server_manage_service": False,
+        },
+    )
+    data = yaml.safe_load(inventory.read_text())
+    boards = data["all"]["children"]["boards"]["hosts"]
+    boards["pi-b"]["netroot_image"] = "img-none"  # img-a keeps its version: that item passes
+    prefix = host.address.rsplit(".", 1)[0]
+    boards["pi-c"] = {
+        **boards["pi-b"],
+        "netroot_address": f"{prefix}.4",
+        "netroot_image": "img-gone",
+    }
+    write_inventory(inventory, data)
+    result = _run(inventory, ["nfs-t"])
+    assert result.exit_code == Exit.FAILED
+    [failure] = result.summary.failures
+    assert failure.task == "Check the exports can be served"
+    assert "One or more items failed" not in failure.message
+    for image in ("img-none", "img-gone"):
+        assert f"no version of image {image} exported yet" in failure.message, failure
+        assert f"netroot export SOURCE --name {image}" in failure.message, failure
+    assert "img-a " not in failure.message
+    assert not (tmp_path / "exports").exists()  # nothing configured

@@ -46,8 +46,48 @@ def test_failed_task_is_named_with_its_message() -> None:
     assert "failed to validate" in failure.message and "not absolute" in failure.message
 
 
+def test_a_looped_task_reports_each_failed_items_own_message() -> None:
+    """Recorded from the server role's per-image check with two images never exported: the
+    task's own msg ("One or more items failed") says nothing; each item says what and how."""
+    summary = summarize(_events("items_failed"))
+    assert summary.exit_code == Exit.FAILED
+    [failure] = summary.failures
+    assert (failure.host, failure.task) == ("nfs-t", "Check the exports can be served")
+    assert len(failure.items) == 2 and failure.lines == failure.items
+    for line, image in zip(failure.items, ("img-gone", "img-none"), strict=True):
+        assert line.startswith(f"no version of image {image} exported yet"), line
+        assert f"run `netroot export SOURCE --name {image}`" in line
+    assert "One or more items failed" not in failure.message
+    assert all(item in failure.message for item in failure.items)
+
+
+def test_a_failed_item_without_its_label_in_the_message_is_labelled() -> None:
+    summary = Summary()
+    item = {"failed": True, "msg": "boom", "item": "/srv/x", "_ansible_item_label": "/srv/x"}
+    ok = {"failed": False, "msg": "fine", "item": "a"}
+    summary.apply(
+        {
+            "event": "runner_on_failed",
+            "event_data": {
+                "host": "pi-01",
+                "task": "Loop",
+                "res": {"msg": "One or more items failed", "results": [ok, item, dict(item)]},
+            },
+        }
+    )
+    [failure] = summary.failures
+    assert failure.items == ("/srv/x: boom",)  # the same message twice is said once
+    assert failure.message == "/srv/x: boom"
+
+
+def test_a_failure_without_items_is_one_line() -> None:
+    summary = summarize(_events("validate_failed"))
+    [failure] = summary.failures
+    assert failure.items == () and failure.lines == (failure.message,)
+
+
 def test_counts_from_events_agree_with_ansibles_recap() -> None:
-    for name in ("unreachable", "ganesha_idempotent", "validate_failed"):
+    for name in ("unreachable", "ganesha_idempotent", "validate_failed", "items_failed"):
         events = _events(name)
         live = Summary()
         for event in events:
@@ -157,3 +197,39 @@ def test_a_refused_template_validation_says_why() -> None:
     assert summary.failures[0].message == (
         "failed to validate: dnsmasq: bad dhcp-range at line 9 of /tmp/.ansible/tmpx"
     )
+
+
+def _unreachable(message: str) -> str:
+    summary = Summary()
+    summary.apply(
+        {
+            "event": "runner_on_unreachable",
+            "event_data": {
+                "host": "pi-03",
+                "task": "Gather",
+                "res": {"msg": message, "unreachable": True, "changed": False},
+            },
+        }
+    )
+    [failure] = summary.failures
+    assert failure.unreachable and summary.exit_code == Exit.UNREACHABLE
+    return failure.message
+
+
+def test_a_silent_sudo_is_reported_as_a_busy_host_with_the_settings_to_raise() -> None:
+    # Ansible's words (plugins/connection/ssh.py) when sudo stays silent past timeout + 2 s.
+    message = _unreachable("Timeout (32s) waiting for privilege escalation prompt: ")
+    assert message.startswith("the host accepted SSH but sudo gave no answer within 32 s")
+    assert "not down" in message
+    assert "ansible_ssh_timeout" in message and "ansible_ssh_retries" in message
+
+
+def test_a_slow_ssh_answer_keeps_sshs_words_and_adds_what_to_do() -> None:
+    ssh = "Failed to connect to the host via ssh: Connection timed out during banner exchange"
+    message = _unreachable(ssh)
+    assert message.startswith(ssh) and "ansible_ssh_timeout" in message
+
+
+def test_a_host_that_refuses_is_reported_as_ssh_says() -> None:
+    ssh = "Failed to connect to the host via ssh: ssh: connect to host 10.77.0.13 port 22: No route"
+    assert _unreachable(ssh) == ssh

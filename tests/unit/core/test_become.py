@@ -111,3 +111,23 @@ def test_hosts_proven_by_a_sudo_n_just_run_are_not_asked_again(tmp_path: Path) -
         with pytest.raises(BecomeRefused, match="ansible_become_user"):
             check_privileges([ops], proven={"pi-01"})
         assert attempts == [1]
+
+
+def test_ssh_timeout_and_retries_default_to_ansible_cfgs_and_follow_the_inventory() -> None:
+    from netroot.paths import project_file
+
+    cfg = project_file("playbooks", "ansible.cfg").read_text()
+    t = _target(ansible_user="pi")
+    assert f"\ntimeout = {t.timeout:g}\n" in cfg and f"\nretries = {t.retries}\n" in cfg
+    slow = _target(ansible_user="pi", ansible_ssh_timeout="90", ansible_ssh_retries=5)
+    assert (slow.timeout, slow.retries) == (90.0, 5)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("ansible_ssh_timeout", "soon"), ("ansible_ssh_timeout", 0), ("ansible_ssh_retries", -1)],
+)
+def test_a_bad_ssh_timeout_or_retries_names_host_and_field(field: str, value: object) -> None:
+    with pytest.raises(UsageError) as err:
+        _target(ansible_user="pi", **{field: value})
+    assert err.value.message.startswith(f"pi-01: {field}: expected a number")

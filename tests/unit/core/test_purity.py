@@ -25,6 +25,7 @@ IO_MODULES = (
     # The virtual lab: its QEMU machines, their network, disks and images (its plans,
     # recipes, renderers and state file are checked like the rest).
     "netroot.lab.boards",
+    "netroot.lab.builds",
     "netroot.lab.disk",
     "netroot.lab.diskless",
     "netroot.lab.images",

@@ -1,0 +1,100 @@
+"""Where a lab board's boot goes under TCG: boot to ssh-ready, reboot to ssh-ready (not a test).
+
+    flock /tmp/netroot-lab.lock .venv/bin/python -m bench.bench_boot [--boards 1] [--reboots 2]
+
+In a scratch lab home (the user's lab and its saved states are never touched; a running lab is
+stopped first): `lab up --boot` of N boards, timed to "every board ssh-ready"; then on pi-01
+systemd's own account (`systemd-analyze`, the slowest units, the chain to ssh.service); then
+`systemctl reboot` through sudo, as netroot's provision does, timed until the board answers SSH
+again with a new boot id, `--reboots` times. Prints JSON; the lab is stopped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+NETROOT = [str(ROOT / ".venv" / "bin" / "netroot")]
+
+
+def _say(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def _ssh(
+    home: Path, address: str, command: str, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    from netroot.lab.ready import ssh_argv
+
+    lab = home / "lab"
+    argv = ssh_argv(address, lab / "id_ed25519", lab / "known_hosts", command, user="pi")
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _boot_id(home: Path, address: str) -> str | None:
+    try:
+        proc = _ssh(home, address, "cat /proc/sys/kernel/random/boot_id", timeout=40)
+    except subprocess.TimeoutExpired:
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def _reboot(home: Path, address: str) -> float:
+    before = _boot_id(home, address)
+    t0 = time.monotonic()
+    _ssh(home, address, "sudo -n systemctl reboot", timeout=60)
+    while time.monotonic() - t0 < 900:
+        now = _boot_id(home, address)
+        if now and now != before:
+            return time.monotonic() - t0
+        time.sleep(1)
+    raise SystemExit(f"{address}: not back within 900 s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--boards", type=int, default=1)
+    parser.add_argument("--reboots", type=int, default=2)
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="netroot-bench-boot-", dir="/var/tmp"))
+    env = {**os.environ, "NETROOT_HOME": str(scratch), "NO_COLOR": "1"}
+    plain = {k: v for k, v in os.environ.items() if k != "NETROOT_HOME"}
+    subprocess.run([*NETROOT, "lab", "down"], env=plain, capture_output=True, check=False)
+    result: dict[str, Any] = {"boards": args.boards, "cores": os.cpu_count()}
+    try:
+        t0 = time.monotonic()
+        up = [*NETROOT, "lab", "up", "--boot", "--boards", str(args.boards)]
+        subprocess.run(up, env=env, check=True, capture_output=True)
+        result["boot_to_ssh_ready_s"] = round(time.monotonic() - t0, 1)
+        from netroot.inventory import load
+
+        address = load(scratch / "lab" / "inventory.yml").boards["pi-01"].address
+        for key, command in (
+            ("systemd_analyze", "systemd-analyze time"),
+            ("blame", "systemd-analyze blame --no-pager | head -15"),
+            ("chain_to_ssh", "systemd-analyze critical-chain ssh.service --no-pager"),
+        ):
+            result[key] = _ssh(scratch, address, command).stdout.strip().splitlines()
+        result["reboot_to_ssh_ready_s"] = [
+            round(_reboot(scratch, address), 1) for _ in range(args.reboots)
+        ]
+        result["after_reboot_systemd_analyze"] = _ssh(
+            scratch, address, "systemd-analyze time"
+        ).stdout.strip()
+    finally:
+        subprocess.run([*NETROOT, "lab", "down"], env=env, capture_output=True, check=False)
+    print(json.dumps(result, indent=2))
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
