@@ -184,7 +184,9 @@ def ship(target: SshTarget, package: Path, modules: Iterable[str], dest: str) ->
             out = Path(tmp) / "netroot" / rel
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_bytes((package / rel).read_bytes())
-        flags = ["-rt", "--checksum", "--chmod=D755,F644", "--mkpath"]
+        # --checksum and no times (-t): a lib already up to date is not written at all, not
+        # even its mtimes (a read-only command must leave the server as it was).
+        flags = ["-r", "--checksum", "--chmod=D755,F644", "--mkpath"]
         rsync(target, [f"{tmp}/netroot"], f"{dest}/", flags, "installing netroot's helper")
 
 
@@ -192,8 +194,9 @@ def helper_command(lib: str, module: str, args: Iterable[str]) -> str:
     """`python3 -m module args` from the shipped lib, as root.
 
     -P and `cd /` keep the login's directory off sys.path (nothing there can shadow the
-    shipped modules), -s leaves out root's user site-packages."""
-    return f"cd / && PYTHONPATH={shlex.quote(lib)} exec python3 -P -s -m {module} " + shlex.join(
+    shipped modules), -s leaves out root's user site-packages, -B writes no bytecode into
+    the lib (a read-only command writes nothing on the server)."""
+    return f"cd / && PYTHONPATH={shlex.quote(lib)} exec python3 -B -P -s -m {module} " + shlex.join(
         list(args)
     )
 

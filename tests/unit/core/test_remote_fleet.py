@@ -1,5 +1,5 @@
 """The server's half of a remote fleet root (netroot.remote.fleet), run as it runs on the
-server: `python3 -P -s -m netroot.remote.fleet ROOT CLIENT`, JSON lines on its stdin/stdout.
+server: `python3 -B -P -s -m netroot.remote.fleet ROOT CLIENT`, JSON lines on its stdin/stdout.
 Two sessions stand for two control hosts; what travels over SSH is tested in
 tests/integration/test_fleet_remote.py.
 """
@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[3]
 class Helper:
     def __init__(self, root: Path, client: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-P", "-s", "-m", "netroot.remote.fleet", str(root), client],
+            [sys.executable, "-B", "-P", "-s", "-m", "netroot.remote.fleet", str(root), client],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd="/",

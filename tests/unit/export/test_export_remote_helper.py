@@ -57,7 +57,7 @@ def lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
 class Helper:
     def __init__(self, lib: Path, root: Path, vid: str, name: str = "img") -> None:
         self.proc = subprocess.Popen(
-            [PYTHON, "-P", "-s", "-m", "netroot.remote.export", str(root), name, vid],
+            [PYTHON, "-B", "-P", "-s", "-m", "netroot.remote.export", str(root), name, vid],
             env={"PYTHONPATH": str(lib), "PATH": "/usr/bin:/bin"},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
