@@ -37,14 +37,13 @@ def smoke(
     ),
 ) -> None:
     """Smoke boards: version mounted, read-only root, /dev /proc /sys, armhf, identity, QPU."""
+    from netroot.fleet.remote import open_fleet
     from netroot.fleet.service import smoke_expectations
     from netroot.fsutil import atomic_write
     from netroot.smoke.qpu import run_qpu
     from netroot.smoke.service import run_smoke
 
     app = get(ctx)
-    from netroot.fleet.remote import open_fleet
-
     fleet = open_fleet(app.inventory())
     inv = fleet.inventory
     boards = inv.resolve(targets)

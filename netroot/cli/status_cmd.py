@@ -23,11 +23,10 @@ def status(
 ) -> None:
     """What each board runs vs. what it should run; exit 1 when any board drifts."""
     from netroot.fleet.probe import observe_all
+    from netroot.fleet.remote import open_fleet
     from netroot.fleet.status import board_status
 
     app = get(ctx)
-    from netroot.fleet.remote import open_fleet
-
     fleet = open_fleet(app.inventory())
     inv = fleet.inventory
     boards = inv.resolve(targets) if targets else list(inv.boards.values())
