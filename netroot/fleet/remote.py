@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from netroot.fleet.root import ExportRoot, LocalRoot
 from netroot.fleet.service import Fleet
 from netroot.fleet.state import State, parse_state
 from netroot.inventory import Inventory, NfsServer
-from netroot.remote.fleet import STATE_NAME
+from netroot.remote.fleet import PING, STATE_NAME
 from netroot.remote.lock import Holder, LockHeld, this_host
 
 
@@ -46,6 +47,7 @@ class RemoteRoot:
     def __init__(self, server: NfsServer) -> None:
         self.server = server
         self._session: _Session | None = None
+        self._mutex = threading.Lock()  # one request at a time: the command's and the pings
 
     @property
     def where(self) -> str:
@@ -68,7 +70,8 @@ class RemoteRoot:
 
     def _ask(self, what: str, op: str, payload: bytes = b"", **fields: Any) -> dict[str, Any]:
         request = {"op": op, **fields, **({"bytes": len(payload)} if payload else {})}
-        return self._open().request(request, payload, what)
+        with self._mutex:
+            return self._open().request(request, payload, what)
 
     def close(self) -> None:
         """End the session (the helper releases a lock it still holds)."""
@@ -89,11 +92,29 @@ class RemoteRoot:
     @contextlib.contextmanager
     def locked(self, command: str, *, break_lock: bool) -> Iterator[None]:
         self._ask("taking the writer's lock", "lock", command=command, break_lock=break_lock)
+        # The helper releases the lock of a holder silent for IDLE seconds (a control host
+        # whose network vanished leaves no EOF): ping while the command works.
+        stop = threading.Event()
+        beat = threading.Thread(target=self._ping, args=(stop,), daemon=True)
+        beat.start()
         try:
             yield
         finally:
+            stop.set()
+            beat.join()
             if self._session is not None and self._session.proc.poll() is None:
                 self._ask("releasing the writer's lock", "unlock")
+
+    def _ping(self, stop: threading.Event) -> None:
+        while not stop.wait(PING):
+            with self._mutex:
+                session = self._session
+                if session is None or session.proc.poll() is not None:
+                    return  # closed: never reopened from here
+                try:
+                    session.request({"op": "ping"}, b"", "keeping the writer's lock")
+                except NetrootError:
+                    return  # the session is gone: the command's next request says why
 
     def refuse_if_locked(self, *, break_lock: bool) -> None:
         self._ask("reading the writer's lock", "refuse", break_lock=break_lock)

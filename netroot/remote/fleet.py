@@ -12,7 +12,8 @@ The lock is the same lock file (netroot.remote.lock) that netroot running on the
 takes, held by this helper process: its holder is this process on the server, its command says
 which control host asked. So a second writer, from any control host or the server, is refused
 naming the holder (exit 6); and when the control host dies (kill -9, a dropped network), ssh
-closes our stdin and the lock is released, or, if this process is killed too, its pid is gone
+closes our stdin and the lock is released; a holder silent for IDLE seconds (its network gone,
+its TCP connection not closed) loses it too; and if this process is killed, its pid is gone
 on the server and the next writer takes the lock over, as a dead local holder's is. The state
 file is replaced atomically and fsynced (fsutil.atomic_write), only by the session holding the
 lock. Reads never lock.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -32,6 +34,8 @@ from netroot.fsutil import atomic_write
 from netroot.remote import lock
 
 STATE_NAME = ".netroot-fleet.json"
+PING = 20.0  # seconds between a lock holder's pings
+IDLE = 120.0  # a lock holder silent this long is gone: its lock is released
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
@@ -90,6 +94,8 @@ class Fleet:
             command = f"{request['command']} (from {self.client})"
             self.held = lock.acquire(self.root, command, break_lock=bool(request.get("break_lock")))
             return {"holder": asdict(self.held)}
+        if op == "ping":
+            return {}
         if op == "unlock":
             self._release()
             return {}
@@ -127,34 +133,69 @@ def _error(exc: BaseException) -> dict[str, Any]:
     return {"ok": False, "error": f"bad request ({exc})"}
 
 
-def serve(root: Path, client: str) -> int:
+class _Input:
+    """stdin as lines and counted bytes, with a deadline while the lock is held."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.buf = fd, b""
+
+    def _fill(self, timeout: float | None) -> bool:
+        """More bytes (False: EOF, or nothing for `timeout` seconds)."""
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        chunk = os.read(self.fd, 65536) if ready else b""
+        self.buf += chunk
+        return bool(chunk)
+
+    def line(self, timeout: float | None) -> bytes:
+        while b"\n" not in self.buf:
+            if not self._fill(timeout):
+                return b""
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line
+
+    def read(self, count: int) -> bytes:
+        while len(self.buf) < count and self._fill(None):
+            pass
+        data, self.buf = self.buf[:count], self.buf[count:]
+        return data
+
+
+def serve(root: Path, client: str, idle: float = IDLE) -> int:
+    """Answer one control host until it goes away; then release what it held.
+
+    While it holds the lock, the control host pings (netroot.fleet.remote) every PING
+    seconds: silence for `idle` seconds means it is gone although its TCP connection is not
+    closed (a control host whose network vanished), and the lock is released.
+    """
     if not root.is_absolute() or ".." in root.parts:
         _reply({"ok": False, "error": f"bad root {str(root)!r}"})
         return 2
     fleet = Fleet(root, client)
+    stdin = _Input(sys.stdin.fileno())
     _reply({"ok": True, "host": lock.this_host()})
     try:
         while True:
-            line = sys.stdin.buffer.readline()
+            line = stdin.line(idle if fleet.held is not None else None)
             if not line.strip():
-                return 0  # the control host went away (or closed the session)
+                return 0  # the control host went away (or closed the session, or fell silent)
             try:
                 request = json.loads(line)
                 if not isinstance(request, dict):
                     raise ValueError("a request is a JSON object")
-                payload = sys.stdin.buffer.read(int(request.get("bytes", 0)))
+                payload = stdin.read(int(request.get("bytes", 0)))
                 _reply({"ok": True, **fleet.handle(request, payload)})
             except (NetrootError, OSError, ValueError, KeyError, TypeError) as exc:
                 _reply(_error(exc))
     finally:
-        fleet._release()  # EOF, or a signal that lets Python unwind
+        fleet._release()  # EOF, silence, or a signal that lets Python unwind
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        sys.stderr.write("usage: fleet ROOT CLIENT\n")
+    if len(argv) not in (2, 3):
+        sys.stderr.write("usage: fleet ROOT CLIENT [IDLE-SECONDS]\n")
         return 2
-    return serve(Path(argv[0]), argv[1])
+    idle = float(argv[2]) if len(argv) == 3 else IDLE
+    return serve(Path(argv[0]), argv[1], idle)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -135,9 +136,11 @@ def test_rollout_moves_the_servers_current_only_when_green(
 
     def smoke_and_look(b: Sequence[str], v: Mapping[str, str]) -> dict[str, Result]:
         seen.append(site.current())
+        time.sleep(0.5)  # the lock holder's pings interleave with the rollout's own requests
         return smoke(b, v)
 
     boards.smoke = smoke_and_look  # type: ignore[assignment,method-assign]
+    monkeypatch.setattr("netroot.fleet.remote.PING", 0.02)
     second = _rollout(fleet, boards, site.image("b"))
     version_b = second.result.results[0].version
     assert seen == [version_a] * 3  # exported to the server, `current` still A while smoked

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,19 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 class Helper:
-    def __init__(self, root: Path, client: str) -> None:
+    def __init__(self, root: Path, client: str, *idle: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-B", "-P", "-s", "-m", "netroot.remote.fleet", str(root), client],
+            [
+                sys.executable,
+                "-B",
+                "-P",
+                "-s",
+                "-m",
+                "netroot.remote.fleet",
+                str(root),
+                client,
+                *idle,
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd="/",
@@ -142,3 +153,27 @@ def test_bad_requests_answer_in_one_line(pair: tuple[Helper, Helper]) -> None:
     assert "unknown op" in a.ask(op="rm")["error"]
     assert "bad name" in a.ask(op="current", name="a/b")["error"]
     assert a.ask(op="read")["ok"]  # the session goes on
+
+
+def test_a_silent_holder_loses_the_lock_a_pinging_one_keeps_it(root: Path) -> None:
+    """A control host whose network vanished sends no EOF: silence ends its session."""
+    root.mkdir()
+    pinging, silent = Helper(root, "ctl-a pid 11", "1.5"), Helper(root, "ctl-b pid 22", "1.5")
+    try:
+        assert pinging.ask(op="lock", command="netroot rollout", break_lock=False)["ok"]
+        for _ in range(8):  # 4 s, well past the idle time, pinging every 0.5 s
+            time.sleep(0.5)
+            assert pinging.ask(op="ping")["ok"]
+        assert (root / LOCK_NAME).is_file()
+        assert pinging.ask(op="unlock")["ok"]
+        time.sleep(3)  # no lock held: silence is fine
+        assert pinging.ask(op="read")["ok"]
+        assert silent.ask(op="lock", command="netroot provision", break_lock=False)["ok"]
+        assert silent.proc.wait(timeout=10) == 0  # silent past the idle time: it ends
+        assert not (root / LOCK_NAME).exists()
+        assert pinging.ask(op="lock", command="netroot rollout", break_lock=False)["ok"]
+    finally:
+        for h in (pinging, silent):
+            if h.proc.poll() is None:
+                h.proc.kill()
+                h.proc.wait()
