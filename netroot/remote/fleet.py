@@ -140,9 +140,11 @@ class _Input:
         self.fd, self.buf = fd, b""
 
     def _fill(self, timeout: float | None) -> bool:
-        """More bytes (False: EOF, or nothing for `timeout` seconds)."""
+        """More bytes (False: EOF); TimeoutError when nothing came for `timeout` seconds."""
         ready, _, _ = select.select([self.fd], [], [], timeout)
-        chunk = os.read(self.fd, 65536) if ready else b""
+        if not ready:
+            raise TimeoutError
+        chunk = os.read(self.fd, 65536)
         self.buf += chunk
         return bool(chunk)
 
@@ -175,7 +177,14 @@ def serve(root: Path, client: str, idle: float = IDLE) -> int:
     _reply({"ok": True, "host": lock.this_host()})
     try:
         while True:
-            line = stdin.line(idle if fleet.held is not None else None)
+            try:
+                line = stdin.line(idle if fleet.held is not None else None)
+            except TimeoutError:
+                fleet._release()
+                # What the holder reads if it ever asks again (it was only slow, or paused).
+                _reply({"ok": False, "error": f"no word from {client} for {idle:.0f} s: "
+                        "the writer's lock was released"})  # fmt: skip
+                return 1
             if not line.strip():
                 return 0  # the control host went away (or closed the session, or fell silent)
             try:

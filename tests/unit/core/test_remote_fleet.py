@@ -169,7 +169,9 @@ def test_a_silent_holder_loses_the_lock_a_pinging_one_keeps_it(root: Path) -> No
         time.sleep(3)  # no lock held: silence is fine
         assert pinging.ask(op="read")["ok"]
         assert silent.ask(op="lock", command="netroot provision", break_lock=False)["ok"]
-        assert silent.proc.wait(timeout=10) == 0  # silent past the idle time: it ends
+        assert silent.proc.wait(timeout=10) == 1  # silent past the idle time: it ends
+        gone = silent.read()  # what the holder would read on its next request
+        assert not gone["ok"] and "lock was released" in gone["error"]
         assert not (root / LOCK_NAME).exists()
         assert pinging.ask(op="lock", command="netroot rollout", break_lock=False)["ok"]
     finally:
