@@ -63,12 +63,12 @@ def _remote_server(app: AppContext, root: Path | None) -> Any:
 
 def _protected(app: AppContext, name: str) -> set[str]:
     """Versions a board of NAME should run, is assigned, has mounted or last ran green."""
-    from netroot.fleet.service import Fleet
-
     inv = _inventory_or_none(app)
     if inv is None or not inv.servers:
         return set()
-    return Fleet(inv).protected(name)
+    from netroot.fleet.remote import open_fleet
+
+    return open_fleet(inv).protected(name)
 
 
 class _Bar:
@@ -149,12 +149,6 @@ def export(
 
     app = get(ctx)
     server = _remote_server(app, root)
-    if server is not None and keep:
-        raise UsageError(
-            f"--keep: pruning the export root on {server.name} needs the fleet state (which "
-            "versions boards are assigned), not read over SSH yet",
-            "export without --keep, and prune on the server",
-        )
     export_root = Path(server.export_root) if server else _root(app, root)
     with _progress(app) as bar:
         # The bar is up while the source is read to identify it (a whole archive is hashed).
@@ -240,14 +234,21 @@ def versions(
     from netroot.export import service
 
     app = get(ctx)
-    layout = _existing(app, root, name)
-    found = service.list_versions(layout)
-    current = service.current_id(layout)
+    server = _remote_server(app, root)
+    if server is not None:  # listed on the server, by the export's helper
+        from netroot.export.remote import versions_remote
+
+        current, found = versions_remote(server, name)
+        where = f"{server.name}:{server.export_root}"
+    else:
+        layout = _existing(app, root, name)
+        found, current = service.list_versions(layout), service.current_id(layout)
+        where = str(layout.root)
     if as_json:
         app.out.json({"name": name, "current": current, "versions": [m.summary() for m in found]})
         return
     app.out.table(
-        f"{name} under {layout.root} (* = current)",
+        f"{name} under {where} (* = current)",
         ["", "version", "exported (UTC)", "source", "entries", "MiB"],
         [
             [
@@ -323,8 +324,14 @@ def prune(
     from netroot.export import service
 
     app = get(ctx)
-    layout = _existing(app, root, name)
-    removed = service.prune(layout.root, name, keep, _protected(app, name))
+    server = _remote_server(app, root)
+    if server is not None:  # pruned on the server, under the export's lock there
+        from netroot.export.remote import prune_remote
+
+        removed = prune_remote(server, name, keep, _protected(app, name))
+    else:
+        layout = _existing(app, root, name)
+        removed = service.prune(layout.root, name, keep, _protected(app, name))
     if as_json:
         app.out.json({"name": name, "removed": removed})
     else:

@@ -102,12 +102,13 @@ def register(app: typer.Typer) -> None:
             False, "--break-lock", help="Take over a lock whose holder ran on another host."
         ),
     ) -> None:
-        from netroot.fleet.service import Fleet, provision_versions, record_provision
+        from netroot.fleet.remote import open_fleet
+        from netroot.fleet.service import provision_versions, record_provision
         from netroot.provision.service import provision
 
         app_ctx = context.get(ctx)
         out = app_ctx.out
-        fleet = Fleet(app_ctx.inventory())
+        fleet = open_fleet(app_ctx.inventory())
         inventory = fleet.inventory
         boards = [inventory.boards[h] for h in inventory.expand(list(targets or []), all_hosts)
                   if h in inventory.boards]  # fmt: skip

@@ -126,13 +126,13 @@ def rollout(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> None:
     from netroot.cli.source import name_for, open_source
-    from netroot.fleet.service import Fleet
+    from netroot.fleet.remote import open_fleet
     from netroot.provision.service import check_become
     from netroot.rollout import runner
     from netroot.rollout.plan import Count
 
     app = get(ctx)
-    fleet = Fleet(app.inventory())
+    fleet = open_fleet(app.inventory())
     batch_count = Count.parse(batch, "--batch")
     fail_count = Count.parse(max_fail, "--max-fail")
     targets = fleet.inventory.resolve([group])
@@ -194,12 +194,12 @@ def rollback(
 ) -> None:
     """Put boards back on their previous good version (or --to ID), then smoke them."""
     from netroot.fleet.outcome import Outcome
-    from netroot.fleet.service import Fleet
+    from netroot.fleet.remote import open_fleet
     from netroot.provision.service import check_become
     from netroot.rollout import runner
 
     app = get(ctx)
-    fleet = Fleet(app.inventory())
+    fleet = open_fleet(app.inventory())
     boards = fleet.inventory.resolve(targets)
     fleet.refuse_if_locked(break_lock=break_lock)
     versions = runner.rollback_versions(fleet, boards, to)

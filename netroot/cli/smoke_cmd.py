@@ -37,13 +37,14 @@ def smoke(
     ),
 ) -> None:
     """Smoke boards: version mounted, read-only root, /dev /proc /sys, armhf, identity, QPU."""
-    from netroot.fleet.service import Fleet, smoke_expectations
+    from netroot.fleet.remote import open_fleet
+    from netroot.fleet.service import smoke_expectations
     from netroot.fsutil import atomic_write
     from netroot.smoke.qpu import run_qpu
     from netroot.smoke.service import run_smoke
 
     app = get(ctx)
-    fleet = Fleet(app.inventory())
+    fleet = open_fleet(app.inventory())
     inv = fleet.inventory
     boards = inv.resolve(targets)
     expected = smoke_expectations(fleet.desired(boards, fleet.load()))

@@ -23,11 +23,11 @@ def status(
 ) -> None:
     """What each board runs vs. what it should run; exit 1 when any board drifts."""
     from netroot.fleet.probe import observe_all
-    from netroot.fleet.service import Fleet
+    from netroot.fleet.remote import open_fleet
     from netroot.fleet.status import board_status
 
     app = get(ctx)
-    fleet = Fleet(app.inventory())
+    fleet = open_fleet(app.inventory())
     inv = fleet.inventory
     boards = inv.resolve(targets) if targets else list(inv.boards.values())
     state = fleet.load()  # read-only: status never waits for, nor takes, the writer's lock

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netroot.errors import NetrootError, UsageError
-from netroot.fleet import lock
 from netroot.fleet.desired import Desired, desired_all
 from netroot.fleet.outcome import Outcome, from_smoke_status
-from netroot.fleet.state import State, load_state
+from netroot.fleet.root import ExportRoot, LocalRoot
+from netroot.fleet.state import State
 from netroot.inventory import Board, Inventory
 
 if TYPE_CHECKING:
@@ -29,36 +29,46 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Fleet:
-    """An inventory and the export root whose state it shares with every other control host."""
+    """An inventory and the export root whose state it shares with every other control host.
+
+    export_root: where the state, the lock and `current` live (fleet/root.py). None: the
+    inventory's export root on this host; a remote one (netroot_export_remote) is opened by
+    the CLI (netroot.fleet.remote.open_root) and passed in.
+    """
 
     inventory: Inventory
+    export_root: ExportRoot | None = None
+
+    @property
+    def store(self) -> ExportRoot:
+        if self.export_root is not None:
+            return self.export_root
+        return LocalRoot(self.root)
 
     @property
     def root(self) -> Path:
+        """The local export root's path (a remote root has none here)."""
         server = self.inventory.server
         if server.remote:
-            # The fleet state, the writer's lock and `current` are read from a local export
-            # root; over SSH only `netroot export` writes one so far (issue 21, item 2).
             raise UsageError(
                 f"{server.name}: the export root is on that server (netroot_export_remote): "
-                "the fleet state and the writer's lock are read from a local export root",
-                "run provision/rollout/rollback/status/smoke on the server (or a host that "
-                "mounts its export root); `netroot export` works from here",
+                "it has no path on this host",
+                "reach it through the netroot CLI, which opens it over SSH",
             )
         return Path(server.export_root)
 
     def load(self) -> State:
         """The fleet state (read-only; a legacy controller-local file is read if need be)."""
-        return load_state(self.root, self.inventory.path)
+        return self.store.load(self.inventory.path)
 
     def refuse_if_locked(self, *, break_lock: bool = False) -> None:
         """Exit 6 now when another writer holds the lock (before a slow preparation)."""
-        lock.refuse_if_held(self.root, break_lock=break_lock)
+        self.store.refuse_if_locked(break_lock=break_lock)
 
     @contextlib.contextmanager
     def locked(self, command: str, *, break_lock: bool = False) -> Iterator[None]:
         """Hold the writer's lock (exit 6 when another writer holds it)."""
-        with lock.held(self.root, command, break_lock=break_lock):
+        with self.store.locked(command, break_lock=break_lock):
             yield
 
     @contextlib.contextmanager
@@ -85,8 +95,9 @@ class Fleet:
         in it, or another writer holds the lock (a smoke never waits for, nor breaks, a
         rollout). The smoke's own report and exit code do not depend on it.
         """
-        if not self.root.is_dir():
-            return f"the export root {self.root} is not on this host"
+        why = self.store.unwritable()
+        if why:
+            return why
         try:
             with self.writing(command) as state:
                 record_smoke(state, results)
@@ -96,10 +107,7 @@ class Fleet:
 
     def current_of(self, image: str) -> str | None:
         """The image's release pointer `current` (reads the export tree)."""
-        from netroot.export.manifest import Layout
-        from netroot.export.service import current_id
-
-        return current_id(Layout(self.root, image))
+        return self.store.current(image)
 
     def desired(self, boards: Iterable[Board], state: State) -> dict[str, Desired]:
         assigned = {n: b.assigned for n, b in state.boards.items()}

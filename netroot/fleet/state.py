@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,8 @@ from typing import Any
 from netroot.errors import NetrootError
 from netroot.fleet.outcome import Outcome
 from netroot.fsutil import atomic_write
+from netroot.remote.fleet import STATE_NAME  # the server-side helper writes the same file
 
-STATE_NAME = ".netroot-fleet.json"
 HISTORY = 20
 
 
@@ -78,6 +79,8 @@ class State:
     boards: dict[str, BoardState] = field(default_factory=dict)
     rollout: RolloutRecord | None = None
     legacy: Path | None = None  # a controller-local file this state was read from
+    # Writes the saved JSON elsewhere than `path` (a remote root's, through its session).
+    store: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
 
     def board(self, name: str) -> BoardState:
         return self.boards.setdefault(name, BoardState())
@@ -92,7 +95,10 @@ class State:
 
     def save(self) -> None:
         """Write to the export root (durably); the first write takes a legacy file over."""
-        atomic_write(self.path, self.to_json(), mode=0o600)
+        if self.store is not None:
+            self.store(self.to_json())
+        else:
+            atomic_write(self.path, self.to_json(), mode=0o600)
         if self.legacy is not None:
             self.legacy.rename(self.legacy.with_name(self.legacy.name + ".taken-over"))
             self.legacy = None
@@ -107,7 +113,7 @@ def legacy_path(inventory_path: Path) -> Path:
     return inventory_path.with_name(f".{inventory_path.stem}.netroot-state.json")
 
 
-def _parse(path: Path, text: str) -> tuple[dict[str, BoardState], RolloutRecord | None]:
+def parse_state(path: Path, text: str) -> tuple[dict[str, BoardState], RolloutRecord | None]:
     try:
         data = json.loads(text)
         boards = {n: _board(b) for n, b in data.get("boards", {}).items()}
@@ -125,10 +131,10 @@ def load_state(root: Path, inventory_path: Path | None = None) -> State:
     """The fleet state of export root `root` (read-only: nothing is written here)."""
     path = state_path(root)
     try:
-        return State(path, *_parse(path, path.read_text()))
+        return State(path, *parse_state(path, path.read_text()))
     except FileNotFoundError:
         pass
     legacy = legacy_path(inventory_path) if inventory_path is not None else None
     if legacy is not None and legacy.is_file():
-        return State(path, *_parse(legacy, legacy.read_text()), legacy=legacy)
+        return State(path, *parse_state(legacy, legacy.read_text()), legacy=legacy)
     return State(path)

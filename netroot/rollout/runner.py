@@ -99,14 +99,13 @@ def run(
     Call with the writer's lock held. `engine_fleet` replaces the Ansible fleet (tests).
     become_checked: the caller ran `check_become` on the server and every planned board.
     """
-    from netroot.export import service as export_service
     from netroot.rollout.drive import AnsibleFleet
 
     state = fleet.load()  # again: the plan was read before the lock
     service.adopt_observed(state, planned.observed)
-    log(f"export {source} as {name} (current unchanged) ...")
-    exported = export_service.export(info, apply, fleet.root, name, switch=False)
-    if exported.manifest.version != planned.plan.to_version:
+    log(f"export {source} as {name} to {fleet.store.where} (current unchanged) ...")
+    exported = fleet.store.export(info, apply, name)
+    if exported.version != planned.plan.to_version:
         raise UsageError(f"{source} changed while planning", "run the rollout again")
     state.save()
     target = engine_fleet or AnsibleFleet(
@@ -125,17 +124,14 @@ def release_if_green(
     Also what a rerun with nothing left to switch does (a controller that died after the
     last smoke, before this step). Call with the writer's lock held.
     """
-    from netroot.export import service as export_service
-    from netroot.export.manifest import Layout
-
     state = fleet.load()
     targeted = [b.name for b in planned.boards]
     if not service.rollout_green([*results, *_unchanged_ok(planned.plan, state)], targeted):
         return False
-    layout = Layout(fleet.root, name)
-    if not layout.manifest_path(planned.plan.to_version).exists():
+    version = planned.plan.to_version
+    if not fleet.store.has_versions(name, [version])[version]:
         return False
-    export_service.switch_current(layout, planned.plan.to_version)
+    fleet.store.switch_current(name, version)
     return True
 
 
@@ -152,15 +148,13 @@ def _unchanged_ok(plan: Plan, state: Any) -> list[BoardResult]:
 
 def rollback_versions(fleet: Fleet, boards: list[Board], to: str | None) -> dict[str, str]:
     """Where each board goes back to (reads the state and the export tree)."""
-    from netroot.export.manifest import Layout
-
     state = fleet.load()
     wanted = {to} if to else {state.board(b.name).previous_good() for b in boards}
+    versions = sorted(v for v in wanted if v)
     exists = {
-        f"{b.image}@{v}": Layout(fleet.root, b.image).manifest_path(v).exists()
-        for b in boards
-        for v in wanted
-        if v
+        f"{image}@{v}": found
+        for image in sorted({b.image for b in boards})
+        for v, found in fleet.store.has_versions(image, versions).items()
     }
     return service.rollback_versions(boards, state, to, exists)
 

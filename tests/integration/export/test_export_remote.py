@@ -164,10 +164,10 @@ def test_export_lands_on_the_server_verified_and_exact(remote: Remote, fidelity_
     assert tampered.returncode == 3 and "root/secret" in tampered.stdout, tampered.stderr
     missing = remote.run("verify", "img@" + "0" * 16)
     assert missing.returncode == 2 and "no version" in missing.stderr.splitlines()[0]
-    # Commands that read a local export root refuse a remote one in one line.
-    listing = remote.run("versions", "img")
-    assert listing.returncode == 2 and "is on that server" in listing.stderr
-    assert "Traceback" not in listing.stderr
+    # `versions` lists the server's (tests/integration/test_fleet_remote.py: prune, --keep).
+    listing = remote.run("versions", "img", "--json")
+    assert listing.returncode == 0, listing.stderr
+    assert json.loads(listing.stdout)["current"] == vid
 
 
 def test_one_change_sends_only_the_change(remote: Remote, tmp_path: Path) -> None:
@@ -363,9 +363,10 @@ def _full_disk(remote: Remote, fidelity_tar: Path, tmp_path: Path) -> None:
     assert "no space left" in lines[0] and len(lines) == 2 and "Traceback" not in done.stderr
     assert remote.visible() == (f"versions/{vid}", [vid, f"{vid}.json"])
     assert os.listdir(remote.root / "img" / ".staging") == []  # the space is given back
-    # --keep needs the fleet state, not read over SSH yet: refused before anything runs.
+    # The disk still full: --keep (the fleet state read on the server) changes nothing.
     keep = remote.export(bulk, "--keep", "1")
-    assert keep.returncode == 2 and "--keep" in keep.stderr.splitlines()[0]
+    assert keep.returncode == 5 and "Traceback" not in keep.stderr, keep.stderr
+    assert remote.visible() == (f"versions/{vid}", [vid, f"{vid}.json"])
 
 
 def test_transfer_reports_progress(remote: Remote, tmp_path: Path) -> None:

@@ -73,11 +73,15 @@ def test_remote_export_root_flag() -> None:
     assert parse(inv({}, remote), P).server.remote
     with pytest.raises(InventoryError, match=r"netroot_export_remote.*true or false"):
         parse(inv({}, remote | {"netroot_export_remote": "yes"}), P)
-    # Until the fleet state is read over SSH, commands that need it say so in one line.
+    # A remote root has no path here: the CLI opens it over SSH (netroot.fleet.remote).
+    from netroot.fleet.remote import RemoteRoot, open_fleet
+    from netroot.fleet.root import LocalRoot
     from netroot.fleet.service import Fleet
 
     with pytest.raises(UsageError, match="export root is on that server"):
         _ = Fleet(parse(inv({}, remote), P)).root
+    assert isinstance(open_fleet(parse(inv({}, remote), P)).store, RemoteRoot)
+    assert isinstance(open_fleet(parse(inv({}), P)).store, LocalRoot)
 
 
 def test_unknown_target_is_usage_error() -> None:

@@ -1,8 +1,8 @@
 """Side effects live in a short list of modules; every other module is checked.
 
 A module may reach a process, a socket, a remote host or a device (FORBIDDEN) only when it is
-in IO_MODULES: the adapters, the CLI that joins them to the rest, the virtual lab, the code
-that runs away from the control host, the board checks, and the few services that drive
+in IO_MODULES: the adapters, the CLI that joins them to the rest, the virtual lab, the
+board checks, and the few services that drive
 boards. Every other netroot module is checked, with every import it makes (lazy ones inside
 functions too) and every netroot module it imports, transitively: it cannot reach subprocess
 by way of a helper. tools/house_metrics.py reads IO_MODULES from here.
@@ -40,7 +40,6 @@ IO_MODULES = (
     "netroot.lab.serverhost",
     "netroot.lab.servervm",
     "netroot.lab.service",
-    "netroot.remote",  # runs on the NFS server
     # The QPU program, run on the board (qpu/bundle.py ships it): the VideoCore mailbox
     # (/dev/vcio, mmap), the stages that drive it, and the emulated board behind it.
     "netroot.qpu.mailbox",
@@ -59,7 +58,8 @@ IO_MODULES = (
     "netroot.provision.service",  # runs the playbook
     "netroot.rollout.drive",  # provision + smoke on real boards, a batch at a time
     "netroot.rollout.runner",  # a rollout or rollback from plan to recorded result
-    "netroot.export.remote",  # ssh + rsync to a remote export root
+    "netroot.export.remote",  # a remote export: ssh + rsync through adapters.server
+    "netroot.fleet.remote",  # a remote root's state and lock: a helper session over ssh
 )
 FORBIDDEN = (
     "netroot.adapters",

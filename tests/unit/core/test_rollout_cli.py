@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from netroot.fleet import lock
+from netroot.remote import lock
 from tests.unit.core.fleetkit import snapshot
 from tests.unit.export.tarbuild import Spec, write_tar
 

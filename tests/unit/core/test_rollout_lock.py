@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from netroot.errors import Exit
-from netroot.fleet import lock
+from netroot.remote import lock
 
 
 def test_second_writer_refused_naming_the_first(tmp_path: Path) -> None:

@@ -14,10 +14,10 @@ import pytest
 from netroot.cli.source import open_source
 from netroot.export import service as export_service
 from netroot.export.manifest import Layout
-from netroot.fleet import lock
 from netroot.fleet.outcome import Outcome
 from netroot.fleet.service import Fleet, provision_versions
 from netroot.inventory import Inventory
+from netroot.remote import lock
 from netroot.rollout import runner
 from netroot.rollout.plan import Count
 from tests.unit.core.fleetkit import FakeBoards, inventory, snapshot

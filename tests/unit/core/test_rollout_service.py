@@ -79,7 +79,7 @@ def test_smoke_results_recorded_in_the_rollout_vocabulary(tmp_path: Path) -> Non
 def test_smoke_results_wait_for_no_writer(tmp_path: Path) -> None:
     """A smoke records under the writer's lock: while a rollout holds it, nothing is written
     (the rollout's saves are not undone) and the reason names the holder."""
-    from netroot.fleet import lock
+    from netroot.remote import lock
 
     root = tmp_path / "root"
     fleet = service.Fleet(inventory(root, tmp_path / "inv.yml"))

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import netroot
+from netroot.adapters import server as adapter
 from netroot.export import remote, service, sources
 from netroot.export.manifest import Layout
 from netroot.inventory import Host, NfsServer
@@ -56,7 +57,7 @@ def lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
 class Helper:
     def __init__(self, lib: Path, root: Path, vid: str, name: str = "img") -> None:
         self.proc = subprocess.Popen(
-            [PYTHON, "-P", "-s", "-m", "netroot.export.remote_helper", str(root), name, vid],
+            [PYTHON, "-B", "-P", "-s", "-m", "netroot.remote.export", str(root), name, vid],
             env={"PYTHONPATH": str(lib), "PATH": "/usr/bin:/bin"},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -236,10 +237,10 @@ def test_ssh_and_stats() -> None:
         frozenset({"nfs_servers"}),
     )
     target = target_for(host)
-    argv = remote.ssh_argv(target)
+    argv = adapter.ssh_argv(target)
     assert "StrictHostKeyChecking=yes" in argv and "BatchMode=yes" in argv
     assert "UserKnownHostsFile=/k h" in argv and argv[argv.index("-l") + 1] == "pi"
-    stats = remote.parse_stats("Total bytes sent: 1,234,567\nLiteral data: 42 bytes\n")
+    stats = adapter.parse_stats("Total bytes sent: 1,234,567\nLiteral data: 42 bytes\n")
     assert stats == {"total bytes sent": 1234567, "literal data": 42}
     server = NfsServer(host, "/srv/netroot", "kernel", "10.0.0.2", remote=True)
     assert remote.remote_target(server).sudo
@@ -257,9 +258,9 @@ def test_rsync_progress_lines_drive_the_bar() -> None:
         ]
     )
     seen: list[tuple[int, int]] = []
-    out = remote._follow(lambda: next(chunks, b""), lambda b, f: seen.append((b, f)))
+    out = adapter._follow(lambda: next(chunks, b""), lambda b, f: seen.append((b, f)))
     assert seen == [(1024, 1), (2_097_152, 4)]
-    assert remote.parse_stats(out)["total bytes sent"] == 2_100_000
+    assert adapter.parse_stats(out)["total bytes sent"] == 2_100_000
 
 
 @pytest.mark.parametrize(
@@ -276,7 +277,7 @@ def test_rsync_progress_lines_drive_the_bar() -> None:
 )
 def test_ssh_failures_become_one_line(rc: int, stderr: str, code: int, words: str) -> None:
     target = target_for(Host("nfs-01", {"ansible_host": "10.0.0.2"}, frozenset()))
-    exc = remote._ssh_failure(target, "sending", rc, stderr)
+    exc = adapter.ssh_failure(target, "sending", rc, stderr)
     assert int(exc.code) == code
     assert words in exc.message + exc.hint and "\n" not in exc.message
 

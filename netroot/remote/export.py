@@ -4,9 +4,11 @@ The control host (netroot.export.remote) ships this module and the few it import
 library and netroot.errors/fsutil/export.manifest/members/scan/fstree only: the server has
 python3, not netroot) and runs, over SSH with become:
 
-    PYTHONPATH=<lib> python3 -m netroot.export.remote_helper ROOT NAME VID
+    PYTHONPATH=<lib> python3 -m netroot.remote.export ROOT NAME VID
 
-(`--verify ROOT NAME VID|""` instead re-hashes a committed version, read-only: `netroot verify`.)
+(One-shot instead: `--verify ROOT NAME VID|""` re-hashes a committed version, read-only, for
+`netroot verify`; `--list ROOT NAME` lists the versions for `netroot versions`; `--prune ROOT
+NAME KEEP PROTECTED,...` prunes under the export name's lock for `netroot prune`.)
 
 One session per export, speaking JSON lines on stdin/stdout. The helper takes the export name's
 lock (flock on ROOT/NAME/.lock, the same lock a local export takes, so it dies with this
@@ -28,6 +30,7 @@ import fcntl
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -318,16 +321,52 @@ def verify(root: Path, name: str, vid: str) -> int:
     return 0
 
 
+def list_versions(root: Path, name: str) -> int:
+    """`current` and every committed version's manifest summary, oldest first (read-only)."""
+    layout = Layout(root, check_name(name))
+    if not layout.versions.is_dir():
+        _reply({"ok": False, "error": f"no export named {name!r} under {root}"})
+        return 2
+    found = [_summary(layout, vid) for vid in _committed(layout)]
+    _reply({"ok": True, "current": _current(layout), "versions": found})
+    return 0
+
+
+def prune_only(root: Path, name: str, keep: str, protected: str) -> int:
+    """`netroot prune` on the server: under the export name's lock (never waiting for it)."""
+    layout = Layout(root, check_name(name))
+    if not layout.versions.is_dir() or not keep.isdigit() or int(keep) < 1:
+        _reply({"ok": False, "error": f"no export named {name!r} under {root} (keep {keep!r})"})
+        return 2
+    fd = os.open(layout.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        _reply({"ok": False, "busy": True, "error": f"another export or prune of {name!r} runs"})
+        return 1
+    removed = prune(layout, int(keep), {v for v in protected.split(",") if v})
+    _reply({"ok": True, "pruned": removed, "current": _current(layout)})
+    return 0
+
+
+MODES: dict[str, tuple[Callable[..., int], int]] = {
+    "--verify": (verify, 3),
+    "--list": (list_versions, 2),
+    "--prune": (prune_only, 4),
+}
+
+
 def main(argv: list[str]) -> int:
-    verifying = argv[:1] == ["--verify"]
-    args = argv[1:] if verifying else argv
-    if len(args) != 3:
-        sys.stderr.write("usage: remote_helper [--verify] ROOT NAME VID\n")
+    mode, count = MODES.get(argv[0] if argv else "", (session, 3))
+    args = argv[1:] if mode is not session else argv
+    if len(args) != count:
+        sys.stderr.write(
+            "usage: export [--verify] ROOT NAME VID | --list ROOT NAME | "
+            "--prune ROOT NAME KEEP PROTECTED,...\n"
+        )
         return 2
     try:
-        if verifying:
-            return verify(Path(args[0]), args[1], args[2])
-        return session(Path(args[0]), args[1], args[2])
+        return mode(Path(args[0]), *args[1:])
     except NetrootError as exc:
         _reply({"ok": False, "error": exc.message})
         return 2

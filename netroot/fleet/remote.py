@@ -1,0 +1,158 @@
+"""A remote export root's fleet state, writer's lock and `current`, kept on the NFS server.
+
+With `netroot_export_remote: true` the export root is a path on the server; every control host
+that has the inventory works on that one root: the state file and the lock stay there, so two
+control hosts see one fleet and one writer. This host opens one session per command to the
+server's helper (netroot.remote.fleet, shipped with the export's helper) over SSH with become
+(netroot.adapters.server): the state is read and written through it, the lock is taken by it
+and lives as long as this command's ssh (a control host killed frees it), and `current`
+moves through it only while the lock is held. The rollout's export is the remote export's
+(netroot.export.remote, `current` unchanged).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from netroot.adapters import server as adapter
+from netroot.errors import Exit, NetrootError
+from netroot.fleet.root import ExportRoot, LocalRoot
+from netroot.fleet.service import Fleet
+from netroot.fleet.state import State, parse_state
+from netroot.inventory import Inventory, NfsServer
+from netroot.remote.fleet import PING, STATE_NAME
+from netroot.remote.lock import Holder, LockHeld, this_host
+
+
+class _Session(adapter.HelperSession):
+    def reply_error(self, reply: dict[str, Any], what: str) -> NetrootError:
+        if reply.get("busy"):
+            return LockHeld(Holder(**reply["holder"]), f"{reply['hint']} (on {self.target.name})")
+        if "code" in reply:
+            return NetrootError(
+                f"{self.target.name}: {reply['error']}", reply["hint"], Exit(reply["code"])
+            )
+        return super().reply_error(reply, what)
+
+
+class RemoteRoot:
+    """ExportRoot on the NFS server, through one helper session opened at first use."""
+
+    def __init__(self, server: NfsServer) -> None:
+        self.server = server
+        self._session: _Session | None = None
+        self._mutex = threading.Lock()  # one request at a time: the command's and the pings
+
+    @property
+    def where(self) -> str:
+        return f"{self.server.name}:{self.server.export_root}"
+
+    def _open(self) -> _Session:
+        if self._session is None:
+            from netroot.export.remote import lib_dir, remote_target, ship_helper
+
+            target = remote_target(self.server)
+            lib = lib_dir(self.server)
+            ship_helper(target, lib)
+            client = f"{this_host()} pid {os.getpid()}"
+            command = adapter.helper_command(
+                lib, "netroot.remote.fleet", [self.server.export_root, client]
+            )
+            self._session = _Session(target, command, "starting the fleet helper")
+            atexit.register(self.close)
+        return self._session
+
+    def _ask(self, what: str, op: str, payload: bytes = b"", **fields: Any) -> dict[str, Any]:
+        request = {"op": op, **fields, **({"bytes": len(payload)} if payload else {})}
+        with self._mutex:
+            return self._open().request(request, payload, what)
+
+    def close(self) -> None:
+        """End the session (the helper releases a lock it still holds)."""
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def load(self, inventory_path: Path | None) -> State:
+        path = Path(self.server.export_root) / STATE_NAME
+        text = self._ask("reading the fleet state", "read")["state"]
+        if text is None:
+            return State(path, store=self._save)
+        return State(path, *parse_state(Path(f"{self.server.name}:{path}"), text), store=self._save)
+
+    def _save(self, text: str) -> None:
+        self._ask("saving the fleet state", "save", text.encode())
+
+    @contextlib.contextmanager
+    def locked(self, command: str, *, break_lock: bool) -> Iterator[None]:
+        self._ask("taking the writer's lock", "lock", command=command, break_lock=break_lock)
+        # The helper releases the lock of a holder silent for IDLE seconds (a control host
+        # whose network vanished leaves no EOF): ping while the command works.
+        stop = threading.Event()
+        beat = threading.Thread(target=self._ping, args=(stop,), daemon=True)
+        beat.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            beat.join()
+            if self._session is not None and self._session.proc.poll() is None:
+                self._ask("releasing the writer's lock", "unlock")
+
+    def _ping(self, stop: threading.Event) -> None:
+        while not stop.wait(PING):
+            with self._mutex:
+                session = self._session
+                if session is None or session.proc.poll() is not None:
+                    return  # closed: never reopened from here
+                try:
+                    session.request({"op": "ping"}, b"", "keeping the writer's lock")
+                except NetrootError:
+                    return  # the session is gone: the command's next request says why
+
+    def refuse_if_locked(self, *, break_lock: bool) -> None:
+        self._ask("reading the writer's lock", "refuse", break_lock=break_lock)
+
+    def current(self, image: str) -> str | None:
+        found: str | None = self._ask("reading current", "current", name=image)["current"]
+        return found
+
+    def has_versions(self, image: str, versions: Iterable[str]) -> dict[str, bool]:
+        wanted = sorted(set(versions))
+        has: dict[str, bool] = self._ask("listing versions", "has", name=image, versions=wanted)[
+            "has"
+        ]
+        return has
+
+    def switch_current(self, image: str, version: str) -> bool:
+        switched: bool = self._ask("switching current", "switch", name=image, version=version)[
+            "switched"
+        ]
+        return switched
+
+    def unwritable(self) -> str:
+        return ""  # the session says why when a write fails
+
+    def export(self, info: Any, apply: Callable[[Any], None], name: str) -> Any:
+        from netroot.export.remote import export_remote
+
+        return export_remote(info, apply, self.server, name, switch=False).result.manifest
+
+
+def open_fleet(inventory: Inventory) -> Fleet:
+    """The fleet, its export root opened on this host or on the NFS server (chosen once)."""
+    return Fleet(inventory, open_root(inventory))
+
+
+def open_root(inventory: Inventory) -> ExportRoot:
+    """The export root of the inventory's NFS server, as this host reaches it."""
+    server = inventory.server
+    if server.remote:
+        return RemoteRoot(server)
+    return LocalRoot(Path(server.export_root))

@@ -1,0 +1,91 @@
+"""Where the fleet state, the writer's lock and each image's `current` live: one object per run.
+
+`LocalRoot` is an export root on this host (the NFS server itself, or a host that mounts its
+export root): the state file, the lock file and `current` are read and written here.
+netroot.fleet.remote.RemoteRoot is the same thing on a server reached over SSH (its
+netroot_export_remote). The CLI chooses one, once, and hands it to `Fleet`; no command asks
+which it has.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from netroot.fleet.state import State, load_state
+from netroot.remote import lock
+
+
+class ExportRoot(Protocol):
+    @property
+    def where(self) -> str:
+        """For messages: a path, or server:path."""
+        ...
+
+    def load(self, inventory_path: Path | None) -> State: ...
+
+    def locked(self, command: str, *, break_lock: bool) -> AbstractContextManager[Any]: ...
+
+    def refuse_if_locked(self, *, break_lock: bool) -> None: ...
+
+    def current(self, image: str) -> str | None: ...
+
+    def has_versions(self, image: str, versions: Iterable[str]) -> dict[str, bool]: ...
+
+    def switch_current(self, image: str, version: str) -> bool: ...
+
+    def unwritable(self) -> str:
+        """Why the state cannot be written from here ("" when it can)."""
+        ...
+
+    def export(self, info: Any, apply: Callable[[Any], None], name: str) -> Any:
+        """Export a version without moving `current` (a rollout's); its Manifest."""
+        ...
+
+
+@dataclass(frozen=True)
+class LocalRoot:
+    path: Path
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
+
+    def load(self, inventory_path: Path | None) -> State:
+        return load_state(self.path, inventory_path)
+
+    def locked(self, command: str, *, break_lock: bool) -> AbstractContextManager[Any]:
+        return lock.held(self.path, command, break_lock=break_lock)
+
+    def refuse_if_locked(self, *, break_lock: bool) -> None:
+        lock.refuse_if_held(self.path, break_lock=break_lock)
+
+    def current(self, image: str) -> str | None:
+        try:
+            return Path(os.readlink(self.path / image / "current")).name
+        except OSError:
+            return None
+
+    def has_versions(self, image: str, versions: Iterable[str]) -> dict[str, bool]:
+        from netroot.export.manifest import Layout
+
+        layout = Layout(self.path, image)
+        return {v: layout.manifest_path(v).exists() for v in versions}
+
+    def switch_current(self, image: str, version: str) -> bool:
+        from netroot.export import service
+        from netroot.export.manifest import Layout
+
+        return service.switch_current(Layout(self.path, image), version)
+
+    def unwritable(self) -> str:
+        return "" if self.path.is_dir() else f"the export root {self.path} is not on this host"
+
+    def export(self, info: Any, apply: Callable[[Any], None], name: str) -> Any:
+        from netroot.export import service
+
+        return service.export(info, apply, self.path, name, switch=False).manifest
