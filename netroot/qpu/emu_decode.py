@@ -6,8 +6,9 @@ assembler, so golden tests of the two cross-check each other. Stdlib-only (bundl
 
 from __future__ import annotations
 
+import math
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 LANES = 16
@@ -16,6 +17,10 @@ BUS_MASK = 0x3FFFFFFF
 FLT_MIN = 1.1754943508222875e-38
 _I16 = struct.Struct("<16I")
 _F16 = struct.Struct("<16f")
+_D16 = struct.Struct("<16d")
+_Q16 = struct.Struct("<16Q")
+_I1 = struct.Struct("<I")
+_F1 = struct.Struct("<f")
 _ZERO = (0,) * LANES
 _ELEMS = tuple(range(LANES))
 
@@ -60,35 +65,81 @@ class Memory:
 
 
 def _floats(v: tuple[int, ...] | list[int]) -> tuple[float, ...]:
-    # Denormal inputs read as signed zero, as on the QPU. min(map(abs)) runs in C: the slow
-    # path only when some lane is below FLT_MIN (zeros included).
+    # The QPU has no denormals, NaN or Inf handling of its own (QPU.md): a denormal input reads
+    # as zero, a NaN as the infinity of its sign (the exponent decides, not the mantissa). The
+    # sum is a C-speed test: the slow path only when a lane is zero, tiny or not finite.
     out = _F16.unpack(_I16.pack(*v))
-    if min(map(abs, out)) < FLT_MIN:
-        out = tuple(0.0 * x if 0.0 < abs(x) < FLT_MIN else x for x in out)
+    if min(map(abs, out)) < FLT_MIN or not math.isfinite(sum(out)):
+        out = tuple(_input_float(bits, x) for bits, x in zip(v, out, strict=True))
     return out
 
 
-def _bits(values: list[float]) -> tuple[int, ...]:
-    try:
-        out = _I16.unpack(_F16.pack(*values))
-    except OverflowError:  # beyond FLT_MAX after rounding in double: +-infinity
-        values = [x if abs(x) <= 3.4028234663852886e38 else x * float("inf") for x in values]
-        out = _I16.unpack(_F16.pack(*values))
-    if min(map(abs, values)) < FLT_MIN:  # denormal results flush to signed zero
-        out = tuple(r & 0x80000000 if r & 0x7F800000 == 0 else r for r in out)
+def _input_float(bits: int, x: float) -> float:
+    exponent = bits & 0x7F800000
+    if exponent == 0:
+        return 0.0
+    if exponent == 0x7F800000:
+        return -math.inf if bits >> 31 else math.inf
+    return x
+
+
+def _rtz_bits(values: list[float]) -> list[int]:
+    """Float32 bits of each double, rounded toward zero; zero or below FLT_MIN -> +0;
+    beyond FLT_MAX -> the infinity of its sign (unverified on hardware); NaN -> +Inf."""
+    out = []
+    for b in _Q16.unpack(_D16.pack(*values)):
+        exponent = ((b >> 52) & 0x7FF) - 896  # rebias 1023 -> 127
+        if exponent <= 0:
+            out.append(0)
+        elif exponent == 1151 and b & 0xFFFFFFFFFFFFF:  # NaN (inf - inf, 0 * inf)
+            out.append(0x7F800000)
+        elif exponent >= 255:
+            out.append((b >> 32) & 0x80000000 | 0x7F800000)
+        else:  # dropping the low 29 mantissa bits truncates toward zero
+            out.append((b >> 32) & 0x80000000 | exponent << 23 | (b >> 29) & 0x7FFFFF)
     return out
+
+
+def _sum_rtz(xs: tuple[float, ...], ys: Iterable[float]) -> tuple[int, ...]:
+    # x + y in double is exact unless the exponents differ by more than 29 bits; then the
+    # double sum is rounded to nearest and may have landed on a float32 value the exact sum
+    # lies just inside of. The error term (TwoSum, Knuth) says which side the exact sum is on.
+    sums = [x + y for x, y in zip(xs, ys, strict=True)]
+    bits = _rtz_bits(sums)
+    for i, (x, y, s) in enumerate(zip(xs, ys, sums, strict=True)):
+        if s == 0.0 or not math.isfinite(s):
+            continue
+        virtual = s - x
+        err = (x - (s - virtual)) + (y - virtual)
+        if err and (err > 0) != (s > 0) and _F1.unpack(_I1.pack(bits[i]))[0] == s:
+            stepped = bits[i] - 1  # one ulp toward zero (sign-magnitude)
+            bits[i] = stepped if stepped & 0x7F800000 else 0
+    return tuple(bits)
 
 
 def _fadd(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    return _bits([x + y for x, y in zip(_floats(a), _floats(b), strict=True)])
+    return _sum_rtz(_floats(a), _floats(b))
 
 
 def _fsub(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    return _bits([x - y for x, y in zip(_floats(a), _floats(b), strict=True)])
+    return _sum_rtz(_floats(a), [-y for y in _floats(b)])
 
 
 def _fmul(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    return _bits([x * y for x, y in zip(_floats(a), _floats(b), strict=True)])
+    # A product of two 24-bit significands fits a double's 53: exact, then truncated.
+    return tuple(_rtz_bits([x * y for x, y in zip(_floats(a), _floats(b), strict=True)]))
+
+
+def _ftoi(a: tuple[int, ...], _b: tuple[int, ...]) -> tuple[int, ...]:
+    # Truncation toward zero; out of the int32 range (and +-Inf) the QPU gives 0 (QPU.md).
+    return tuple(
+        int(x) & 0xFFFFFFFF if -2147483648.0 <= x < 2147483648.0 else 0 for x in _floats(a)
+    )
+
+
+def _itof(a: tuple[int, ...], _b: tuple[int, ...]) -> tuple[int, ...]:
+    # Rounds toward zero like fadd (QPU.md); an int32 is exact in a double.
+    return tuple(_rtz_bits([float(x - (x >> 31 << 32)) for x in a]))
 
 
 def _v8min(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -105,6 +156,8 @@ AluOp = Callable[[Vec, Vec], Vec]
 ADD_IMPL: dict[int, AluOp] = {
     1: _fadd,
     2: _fsub,
+    7: _ftoi,
+    8: _itof,
     12: lambda a, b: tuple((x + y) & 0xFFFFFFFF for x, y in zip(a, b, strict=True)),
     13: lambda a, b: tuple((x - y) & 0xFFFFFFFF for x, y in zip(a, b, strict=True)),
     14: lambda a, b: tuple(x >> (y & 31) for x, y in zip(a, b, strict=True)),
@@ -120,7 +173,7 @@ MUL_IMPL: dict[int, AluOp] = {
     ),
     4: _v8min,
 }
-FLOAT_ADD_OPS = {1, 2}
+FLOAT_ADD_OPS = {1, 2, 8}
 READ_A = set(range(32)) | {32, 38, 39, 48, 50, 51}
 READ_B = set(range(32)) | {32, 38, 39, 48, 50, 51}
 WRITES = set(range(36)) | {38, 39, 48, 49, 50, 51}
