@@ -8,6 +8,8 @@ emulator and the fake board are included only in emulate mode.
 
 from __future__ import annotations
 
+import base64
+import zlib
 from pathlib import Path
 
 from netroot.qpu import hazards, kernels, opkernels
@@ -102,6 +104,14 @@ def build_torch_script(mode: str, body: str) -> str:
         "finally:\n    QPU.close()",
     ]
     return "\n\n".join(parts) + "\n"
+
+
+def torch_command(mode: str, body: str, python: str = "/usr/bin/python3") -> str:
+    """A shell command running build_torch_script(mode, body) with `python`: compressed into one
+    `-c` argument (Linux caps a single argument at 128 KiB; the script is about 100 KiB), so a
+    testinfra check can send it with `host.run` and no file on the board."""
+    packed = base64.b64encode(zlib.compress(build_torch_script(mode, body).encode(), 9)).decode()
+    return f"{python} -c \"import base64,zlib;exec(zlib.decompress(base64.b64decode('{packed}')))\""
 
 
 def build_program(

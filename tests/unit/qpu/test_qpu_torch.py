@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -215,3 +216,24 @@ def test_no_torch_skips_the_operator_stages_and_require_fails_without_a_qpu(
     require = torch_smoke.run_torch_stages(ctx, "require", blocked, {}, [], present)
     assert [s.status for s in require] == ["pass", "fail", "skip"]
     assert "cannot run" in require[1].evidence
+
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples" / "torch-checks"
+
+
+@needs_torch
+def test_the_documented_example_checks_pass_under_testinfra(tmp_path: Path) -> None:
+    # testinfra's local backend stands in for a board: host.run goes to this machine's
+    # /usr/bin/python3 (Debian's torch), the path the check uses inside a board's chroot.
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--hosts=local://",
+           str(EXAMPLES), "--junitxml", str(tmp_path / "junit.xml")]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "2 passed" in done.stdout
+
+
+def test_torch_command_fits_one_argument() -> None:
+    command = bundle.torch_command("emulate", "print(1)")
+    assert len(command.encode()) < 128 * 1024  # MAX_ARG_STRLEN: one `sh -c` argument
+    assert command.startswith("/usr/bin/python3 -c ")
