@@ -16,7 +16,6 @@ import subprocess
 import sys
 import time
 import types
-from typing import Any
 
 from netroot.qpu import opsrun
 from netroot.qpu.smoke import Context, Stage, _stage
@@ -145,29 +144,21 @@ def _blocker(stages: list[Stage], ctx: Context, policy: str) -> tuple[str, str]:
 
 
 def s13_accuracy(
-    ctx: Context, op_kernels: dict[str, tuple[int, ...]], modules: list[tuple[str, str]]
-) -> tuple[Stage, Any]:
-    """The operators against torch's CPU; (stage, the open QpuOps for S14 or None)."""
+    ctx: Context, qpu: opsrun.QpuOps, modules: list[tuple[str, str]]
+) -> tuple[Stage, object]:
+    """The operators, registered on the open `qpu`, against torch's CPU operators; (stage, the
+    torch Library whose lifetime is the registration's: S14 calls the operators too)."""
     load_sources(modules)
     from netroot.qpu import torchcheck, torchops  # loaded from the bundle just now
 
-    qpu = opsrun.QpuOps(ctx.platform, op_kernels, ctx.emulated)
-    try:
-        qpu.open()
-        ctx.facts["torch_library"] = torchops.register(qpu)  # kept alive for S14
-        cases = torchcheck.accuracy()
-    except opsrun.QpuError as exc:
-        qpu.close()
-        return _stage(
-            "S13", "fail", str(exc), str(exc), "run --qpu require for the QPU's diagnosis"
-        ), None
+    library = torchops.register(qpu)
+    cases = torchcheck.accuracy()
     bad = [c for c in cases if not c.ok]
-    floats = [c for c in cases if c.dtype == "float32"]
-    worst = max(floats, key=lambda c: c.bound_ratio)
-    ints = sum(1 for c in cases if c.dtype == "int32")
+    worst = max((c for c in cases if c.dtype == "float32"), key=lambda c: c.bound_ratio)
+    ints = [c for c in cases if c.dtype == "int32"]
     evidence = (
         f"{len(cases)} cases on {qpu.executes} executes: int32 add/mul "
-        f"{'exact' if not any(c.dtype == 'int32' for c in bad) else 'WRONG'} ({ints} cases); "
+        f"{'WRONG' if any(not c.ok for c in ints) else 'exact'} ({len(ints)} cases); "
         f"worst float32 case {worst.describe()}"
     )
     ctx.facts["torch_worst_bound_ratio"] = worst.bound_ratio
@@ -178,8 +169,8 @@ def s13_accuracy(
             evidence,
             "; ".join(c.describe() for c in bad[:5]),
             "compare the op kernels with the reference guide; run --qpu emulate",
-        ), qpu
-    return _stage("S13", "pass", evidence), qpu
+        ), library
+    return _stage("S13", "pass", evidence), library
 
 
 def s14_speed(ctx: Context) -> Stage:
@@ -224,19 +215,38 @@ def run_torch_stages(
     status, reason = _blocker(stages, ctx, policy)
     if status:
         return [s12, _stage("S13", status, reason), _stage("S14", "skip", reason)]
-    s13, qpu = s13_accuracy(ctx, op_kernels, modules)
+    qpu = opsrun.QpuOps(ctx.platform, op_kernels, ctx.emulated)
     try:
-        s14 = (
-            s14_speed(ctx)
-            if s13.status == "pass"
-            else _stage("S14", "skip", "blocked by S13 (fail)")
-        )
+        qpu.open()
     except opsrun.QpuError as exc:
-        s14 = _stage("S14", "fail", str(exc), str(exc), "reboot the board if the QPU hung")
-    finally:
-        if qpu is not None:
-            try:
-                qpu.close()
-            except opsrun.QpuError as exc:
-                s14 = _stage("S14", "warn", s14.evidence, str(exc), "reboot the board")
+        remedy = "`netroot smoke BOARD --qpu require` diagnoses the QPU"
+        skip = _stage("S14", "skip", "blocked by S13 (fail)")
+        return [s12, _stage("S13", "fail", str(exc), str(exc), remedy), skip]
+    library: object = None  # held until S14 has run: it keeps the operators registered
+    try:
+        s13, library = s13_accuracy(ctx, qpu, modules)
+    except Exception as exc:  # a QPU hang, or a torch/netroot bug: report it, keep the document
+        s13 = _failed("S13", exc)
+    try:
+        s14 = s14_speed(ctx) if s13.status == "pass" else _stage("S14", "skip", "blocked by S13")
+    except Exception as exc:
+        s14 = _failed("S14", exc)
+    try:
+        qpu.close()
+    except opsrun.QpuError as exc:
+        status = "fail" if s14.status == "fail" else "warn"
+        s14 = _stage("S14", status, s14.evidence, str(exc), "reboot the board")
+    del library
     return [s12, s13, s14]
+
+
+def _failed(sid: str, exc: Exception) -> Stage:
+    if isinstance(exc, opsrun.QpuError):
+        return _stage(sid, "fail", str(exc), str(exc), "a hung QPU needs a reboot")
+    return _stage(
+        sid,
+        "fail",
+        f"internal error: {type(exc).__name__}: {exc}",
+        "the torch operators or their check failed",
+        "report this as a bug",
+    )

@@ -237,3 +237,38 @@ def test_torch_command_fits_one_argument() -> None:
     command = bundle.torch_command("emulate", "print(1)")
     assert len(command.encode()) < 128 * 1024  # MAX_ARG_STRLEN: one `sh -c` argument
     assert command.startswith("/usr/bin/python3 -c ")
+
+
+WRONG_LANES = """
+import json, torch
+from netroot.qpu import opsrun, torchops
+from netroot.qpu.fake import FakeBoard
+# A FAKE board whose DMA stores reverse each row's lanes: what the check must catch.
+with opsrun.QpuOps(FakeBoard("wrong_lanes"), OP_KERNELS, True) as bad:
+    a, b = torch.arange(20, dtype=torch.int32), torch.full((20,), 3, dtype=torch.int32)
+    q = torchops.elementwise(bad, "mul", a, b)
+print(json.dumps({"equal": bool(torch.equal(q, a * b)), "first": int(q[0])}))
+"""
+
+
+@needs_torch
+def test_a_qpu_that_puts_results_in_the_wrong_lanes_is_caught(tmp_path: Path) -> None:
+    result = run_torch(WRONG_LANES, tmp_path)
+    assert result == {"equal": False, "first": 45}  # lane 0 holds lane 15's 15 * 3
+
+
+def test_s13_fails_naming_why_when_the_qpu_cannot_be_opened(tmp_path: Path) -> None:
+    from netroot.qpu.fake import FakeBoard
+
+    ctx = smoke.Context(FakeBoard("gpu_mem_small"), {}, 1, emulated=True)
+    passed = [smoke.Stage("S0", "t", "pass", "x")]
+    names = ("ew_fadd", "ew_fmul", "ew_add", "ew_imul", "matvec")
+    kernels: dict[str, tuple[int, ...]] = {name: (0,) for name in names}
+    present = _fake_python(tmp_path, "echo 1.13.0a0")
+    stages = torch_smoke.run_torch_stages(ctx, "require", passed, kernels, [], present)
+    assert [s.status for s in stages] == ["pass", "fail", "skip"]
+    assert "could not allocate 4 MiB of GPU memory" in stages[1].evidence
+    failed = [smoke.Stage("S8", "t", "fail", "wrong lanes")]
+    blocked = torch_smoke.run_torch_stages(ctx, "auto", failed, kernels, [], present)
+    assert [s.status for s in blocked] == ["pass", "fail", "skip"]
+    assert blocked[1].evidence == "the torch operators cannot run: blocked by S8 (fail)"
