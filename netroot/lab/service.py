@@ -38,6 +38,7 @@ from netroot.lab.plan import (
     BOARD_USER,
     NETNS,
     RASPBIAN_IMAGE,
+    RASPBIAN_TORCH_IMAGE,
     SERVER_ADDRESS,
     SERVER_CONTAINER,
     SERVER_IMAGE,
@@ -90,7 +91,8 @@ def build_artifacts(
 ) -> tuple[kernel.Kernel, Path, Path]:
     """Everything the lab boots from, built once and cached: kernel, initramfs, base disk.
 
-    Also builds the server and Raspbian Docker images, and with `netboot` the netboot image
+    Also builds the server and Raspbian Docker images (for arm64 also the torch image), and
+    with `netboot` the netboot image
     (what diskless boards boot). Returns (kernel, initramfs, base disk).
     """
     cache = paths.cache_dir() / "lab"
@@ -99,7 +101,7 @@ def build_artifacts(
     ktar = images.rootfs(arch.kernel, cache, report)
     kern = kernel.unpack(ktar, cache / f"kernel-{arch.kernel.arch}-{arch.kernel.key}")
     initrd = kernel.build_initramfs(kern, cache)
-    board_tar = images.rootfs(recipes.BOARD, cache, report)
+    board_tar = images.rootfs(arch.userspace, cache, report)
     base = cache / f"board-disk-{disk.base_key(board_tar, kern, arch.name)}.img"
     if not base.exists():
         report(f"building the boards' base disk for {arch.name} (mke2fs -d)")
@@ -122,6 +124,16 @@ def build_artifacts(
         "linux/arm/v7",
         report,
     )
+    if arch.name == "arm64":  # torch exists for arm64 only: built for 64-bit labs
+        torch_tar = images.rootfs(recipes.RASPBIAN_TORCH, cache, report)
+        images.docker_image(
+            RASPBIAN_TORCH_IMAGE,
+            "raspbian-torch",
+            torch_tar,
+            _image_key(recipes.RASPBIAN_TORCH, "raspbian-torch"),
+            "linux/arm64",
+            report,
+        )
     if netboot:
         netboot_image.build(board_tar, kern, cache, report)
     report(f"artifacts ready ({time.monotonic() - t0:.1f} s)")
