@@ -1,0 +1,82 @@
+"""PyTorch on a 64-bit lab board (issue 20's Show): the torch image rolled out, smoke green with
+the torch stages EMULATED (the lab has no VideoCore IV), the worst error shown.
+
+Runs on a lab of `--arch arm64` boards (arm64 userspace on a Cortex-A53, a 3B's RAM less
+gpu_mem): it brings one up itself (and takes it down again) unless such a lab is already up.
+Run alone, under the lab lock:
+  flock /tmp/netroot-lab.lock sh -c '.venv/bin/netroot lab down;
+    .venv/bin/pytest -m e2e tests/e2e/test_torch_lab.py; .venv/bin/netroot lab down'
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from netroot import paths
+from netroot.inventory import load
+from tests.e2e.helpers import netroot, netroot_json
+
+pytestmark = pytest.mark.e2e
+
+TORCH_IMAGE = "netroot-lab/raspbian-torch:bookworm"
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "torch-checks"
+
+
+def _report(msg: str) -> None:
+    print(f"[lab arm64] {msg}", flush=True)
+
+
+@pytest.fixture(scope="module")
+def arm64_lab() -> Iterator[Path]:
+    """An arm64 lab with one board; yields its inventory."""
+    from netroot.errors import EnvironmentMissing
+    from netroot.lab import arch, service, state
+
+    try:
+        service.check_environment()
+    except EnvironmentMissing as exc:
+        pytest.skip(f"virtual lab cannot run here: {exc.message} ({exc.hint})")
+    before = service.status()
+    saved = state.load(paths.lab_dir() / "state.json")
+    if before.anything_running and saved.get("arch") != "arm64":
+        pytest.skip("an armhf lab is up: run this test alone (`netroot lab down` first)")
+    t0 = time.monotonic()
+    service.up(max(1, before.boards_planned), _report, arch=arch.ARM64)
+    _report(f"lab ready after {time.monotonic() - t0:.1f} s")
+    yield paths.lab_inventory()
+    if not before.anything_running:
+        service.down(_report)
+
+
+def _qpu_checks(report: dict[str, Any], board: str) -> dict[str, dict[str, Any]]:
+    (entry,) = [b for b in report["boards"] if b["board"] == board]
+    return {c["check"].split()[1]: c for c in entry["checks"] if c["check"].startswith("qpu ")}
+
+
+def test_torch_image_smokes_green_with_the_torch_stages_emulated(arm64_lab: Path) -> None:
+    inv = load(arm64_lab)
+    boards = sorted(n for n in inv.hosts if n.startswith("pi-"))
+    data = netroot_json(arm64_lab, "export", TORCH_IMAGE, "--name", "raspbian")
+    assert data
+    proc = netroot(arm64_lab, "provision", "boards")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = netroot_json(arm64_lab, "smoke", "boards", "--qpu", "emulate")
+    assert report["status"] == "pass", report
+    for board in boards:
+        qpu = _qpu_checks(report, board)
+        assert qpu["S12"]["status"] == "pass" and "torch 1.13" in qpu["S12"]["message"]
+        assert qpu["S13"]["status"] == "pass"
+        assert "worst float32 case" in qpu["S13"]["message"]
+        assert qpu["S14"]["status"] == "skip" and "no speed is claimed" in qpu["S14"]["message"]
+        assert all("EMULATED" in c["message"] for c in qpu.values())
+        _report(f"{board} S13: {qpu['S13']['message']}")
+    checks = netroot_json(arm64_lab, "smoke", "boards", "--qpu", "skip", "--checks", str(EXAMPLES))
+    for board in checks["boards"]:
+        mine = {c["check"]: c for c in board["checks"]}
+        assert mine["test_qpu_product_equals_torch_mul"]["status"] == "pass", mine
+        assert mine["test_every_operator_within_the_stated_bound"]["status"] == "pass", mine
