@@ -7,6 +7,7 @@ assembler, so golden tests of the two cross-check each other. Stdlib-only (bundl
 from __future__ import annotations
 
 import math
+import operator
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ LANES = 16
 VPM_ROWS = 64  # rows of 16 words addressable by the generic 32-bit horizontal setups we model
 BUS_MASK = 0x3FFFFFFF
 FLT_MIN = 1.1754943508222875e-38
+FLT_MAX = 3.4028234663852886e38
 _I16 = struct.Struct("<16I")
 _F16 = struct.Struct("<16f")
 _D16 = struct.Struct("<16d")
@@ -66,10 +68,12 @@ class Memory:
 
 def _floats(v: tuple[int, ...] | list[int]) -> tuple[float, ...]:
     # The QPU has no denormals, NaN or Inf handling of its own (QPU.md): a denormal input reads
-    # as zero, a NaN as the infinity of its sign (the exponent decides, not the mantissa). The
-    # sum is a C-speed test: the slow path only when a lane is zero, tiny or not finite.
+    # as zero, a NaN as the infinity of its sign (the exponent decides, not the mantissa).
+    # Tests that run in C (min, sum) keep the common case off the per-lane path; zeros need no
+    # change (a -0 input only matters through the sign of a zero result, forced to +0 anyway).
     out = _F16.unpack(_I16.pack(*v))
-    if min(map(abs, out)) < FLT_MIN or not math.isfinite(sum(out)):
+    tiny = min(map(abs, out)) < FLT_MIN and any(0.0 < abs(x) < FLT_MIN for x in out)
+    if tiny or not math.isfinite(sum(out)):
         out = tuple(_input_float(bits, x) for bits, x in zip(v, out, strict=True))
     return out
 
@@ -100,17 +104,40 @@ def _rtz_bits(values: list[float]) -> list[int]:
     return out
 
 
+def _round_toward_zero(values: list[float]) -> tuple[int, ...]:
+    """Float32 bits of exact values, rounded toward zero (see _rtz_bits for the edges)."""
+    if min(map(abs, values)) < FLT_MIN or not abs(sum(values)) <= 16 * FLT_MAX:
+        return tuple(_rtz_bits(values))  # zeros, tiny, infinite or NaN: lane by lane
+    # Round to nearest in C, then step back toward zero the lanes that went away from it.
+    try:
+        packed = _F16.pack(*values)
+    except OverflowError:  # beyond FLT_MAX: lane by lane
+        return tuple(_rtz_bits(values))
+    near = _F16.unpack(packed)
+    bits = _I16.unpack(packed)
+    if any(map(operator.gt, map(abs, near), map(abs, values))):
+        pairs = zip(bits, near, values, strict=True)
+        bits = tuple(b - 1 if abs(n) > abs(x) else b for b, n, x in pairs)
+    return bits
+
+
 def _sum_rtz(xs: tuple[float, ...], ys: Iterable[float]) -> tuple[int, ...]:
     # x + y in double is exact unless the exponents differ by more than 29 bits; then the
     # double sum is rounded to nearest and may have landed on a float32 value the exact sum
-    # lies just inside of. The error term (TwoSum, Knuth) says which side the exact sum is on.
-    sums = [x + y for x, y in zip(xs, ys, strict=True)]
+    # lies just inside of. The error term (TwoSum, Knuth) says which side the exact sum is on;
+    # computed with map() so the common, exact case stays in C.
+    ys = tuple(ys)
+    sums = list(map(operator.add, xs, ys))
+    virtual = list(map(operator.sub, sums, xs))
+    errs = map(operator.add, map(operator.sub, xs, map(operator.sub, sums, virtual)),
+               map(operator.sub, ys, virtual))  # fmt: skip
+    if not any(errs):  # NaN (from infinities) is truthy: the slow path handles it
+        return _round_toward_zero(sums)
     bits = _rtz_bits(sums)
     for i, (x, y, s) in enumerate(zip(xs, ys, sums, strict=True)):
         if s == 0.0 or not math.isfinite(s):
             continue
-        virtual = s - x
-        err = (x - (s - virtual)) + (y - virtual)
+        err = (x - (s - (s - x))) + (y - (s - x))
         if err and (err > 0) != (s > 0) and _F1.unpack(_I1.pack(bits[i]))[0] == s:
             stepped = bits[i] - 1  # one ulp toward zero (sign-magnitude)
             bits[i] = stepped if stepped & 0x7F800000 else 0
@@ -127,7 +154,7 @@ def _fsub(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 
 def _fmul(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     # A product of two 24-bit significands fits a double's 53: exact, then truncated.
-    return tuple(_rtz_bits([x * y for x, y in zip(_floats(a), _floats(b), strict=True)]))
+    return _round_toward_zero(list(map(operator.mul, _floats(a), _floats(b))))
 
 
 def _ftoi(a: tuple[int, ...], _b: tuple[int, ...]) -> tuple[int, ...]:
@@ -139,7 +166,7 @@ def _ftoi(a: tuple[int, ...], _b: tuple[int, ...]) -> tuple[int, ...]:
 
 def _itof(a: tuple[int, ...], _b: tuple[int, ...]) -> tuple[int, ...]:
     # Rounds toward zero like fadd (QPU.md); an int32 is exact in a double.
-    return tuple(_rtz_bits([float(x - (x >> 31 << 32)) for x in a]))
+    return _round_toward_zero([float(x - (x >> 31 << 32)) for x in a])
 
 
 def _v8min(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
