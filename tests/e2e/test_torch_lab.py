@@ -10,6 +10,10 @@ Run alone, under the lab lock:
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +28,21 @@ from tests.e2e.helpers import netroot, netroot_json
 pytestmark = pytest.mark.e2e
 
 TORCH_IMAGE = "netroot-lab/raspbian-torch:bookworm"
+SIGILL_IMAGE = "netroot-lab/raspbian-torch:e2e-armv81"
+# A torch built for ARMv8.1 and later, as several aarch64 wheels are: this stand-in, found first
+# on sys.path (/usr/local before Debian's /usr/lib/python3), runs one LSE atomic at import:
+# LDADD w1, w1, [x0] (0xb8210001), then RET. A Cortex-A53 (ARMv8.0) has no LSE: SIGILL.
+LSE_TORCH = """
+import ctypes, mmap
+code = (0xB8210001).to_bytes(4, "little") + (0xD65F03C0).to_bytes(4, "little")
+page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+page.write(code)
+counter = ctypes.c_int(0)
+ctypes.CFUNCTYPE(None, ctypes.c_void_p)(ctypes.addressof(ctypes.c_char.from_buffer(page)))(
+    ctypes.addressof(counter))
+raise ImportError("this CPU has ARMv8.1 atomics: the SIGILL test image shows nothing here")
+"""
+FAST = ("--yes", "--json")
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "torch-checks"
 
 
@@ -33,7 +52,7 @@ def _report(msg: str) -> None:
 
 @pytest.fixture(scope="module")
 def arm64_lab() -> Iterator[Path]:
-    """An arm64 lab with one board; yields its inventory."""
+    """An arm64 lab with two boards (a canary and the rest); yields its inventory."""
     from netroot.errors import EnvironmentMissing
     from netroot.lab import arch, service, state
 
@@ -46,11 +65,30 @@ def arm64_lab() -> Iterator[Path]:
     if before.anything_running and saved.get("arch") != "arm64":
         pytest.skip("an armhf lab is up: run this test alone (`netroot lab down` first)")
     t0 = time.monotonic()
-    service.up(max(1, before.boards_planned), _report, arch=arch.ARM64)
+    service.up(max(2, before.boards_planned), _report, arch=arch.ARM64)
     _report(f"lab ready after {time.monotonic() - t0:.1f} s")
     yield paths.lab_inventory()
     if not before.anything_running:
         service.down(_report)
+
+
+def sigill_image() -> str:
+    """The torch image plus the ARMv8.1 stand-in (built locally, never pulled)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "Dockerfile").write_text(
+            f"FROM {TORCH_IMAGE}\n"
+            "COPY lse.py /usr/local/lib/python3.11/dist-packages/torch/__init__.py\n"
+        )
+        Path(tmp, "lse.py").write_text(LSE_TORCH)
+        subprocess.run(["docker", "build", "--pull=false", "--platform", "linux/arm64", "-q",
+                        "-t", SIGILL_IMAGE, tmp], check=True, capture_output=True)  # fmt: skip
+    return SIGILL_IMAGE
+
+
+def _rollout(inv: Path, image: str, *extra: str) -> tuple[int, dict[str, Any]]:
+    proc = netroot(inv, "rollout", image, "--name", "raspbian", *FAST, *extra)
+    assert proc.stdout, proc.stderr[-3000:]
+    return proc.returncode, json.loads(proc.stdout)
 
 
 def _qpu_checks(report: dict[str, Any], board: str) -> dict[str, dict[str, Any]]:
@@ -80,3 +118,20 @@ def test_torch_image_smokes_green_with_the_torch_stages_emulated(arm64_lab: Path
         mine = {c["check"]: c for c in board["checks"]}
         assert mine["test_qpu_product_equals_torch_mul"]["status"] == "pass", mine
         assert mine["test_every_operator_within_the_stated_bound"]["status"] == "pass", mine
+
+
+def test_a_torch_that_dies_with_sigill_stops_the_rollout_at_the_canary(
+    arm64_lab: Path, tmp_path: Path
+) -> None:
+    inv = tmp_path / "inventory.yml"
+    shutil.copy(arm64_lab, inv)
+    rc, good = _rollout(inv, TORCH_IMAGE, "--canary", "0", "--batch", "100%", "--qpu", "skip")
+    assert rc == 0, good
+    before = {b["board"]: b["version"] for b in good["boards"]}
+    rc, result = _rollout(inv, sigill_image(), "--canary", "1", "--batch", "100%")
+    assert rc == 1 and result["stopped"], result
+    outcomes = {b["board"]: (b["outcome"], b["version"]) for b in result["boards"]}
+    canary = result["plan"]["batches"][0][0]["board"]
+    assert outcomes[canary] == ("rolled-back", before[canary])
+    assert all(o == ("not-reached", before[b]) for b, o in outcomes.items() if b != canary)
+    assert "SIGILL" in json.dumps(result), result
