@@ -272,3 +272,23 @@ def test_s13_fails_naming_why_when_the_qpu_cannot_be_opened(tmp_path: Path) -> N
     blocked = torch_smoke.run_torch_stages(ctx, "auto", failed, kernels, [], present)
     assert [s.status for s in blocked] == ["pass", "fail", "skip"]
     assert blocked[1].evidence == "the torch operators cannot run: blocked by S8 (fail)"
+
+
+def test_operator_kernels_pass_the_hazard_checker_and_travel_in_both_programs() -> None:
+    from netroot.qpu import hazards, opkernels
+
+    found = opkernels.op_kernels()
+    assert set(found) == {"ew_fadd", "ew_fmul", "ew_add", "ew_imul", "matvec"}
+    for kernel in found.values():
+        assert hazards.check(kernel.words) == [], kernel.name
+        assert len(kernel.words) <= 256  # one 2 KiB code slot of opsrun
+        for source in (bundle.build_program("auto"), bundle.build_torch_script("emulate", "")):
+            assert f"0x{kernel.words[0]:016x}" in source and f"0x{kernel.words[-1]:016x}" in source
+
+
+def test_work_is_split_over_at_most_12_qpus_evenly() -> None:
+    from netroot.qpu import opsrun
+
+    assert opsrun.split(5, 12) == [1, 1, 1, 1, 1]
+    assert opsrun.split(26, 12) == [3, 3] + [2] * 10
+    assert sum(opsrun.split(21738, 12)) == 21738
