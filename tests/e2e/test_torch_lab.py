@@ -99,10 +99,11 @@ def _qpu_checks(report: dict[str, Any], board: str) -> dict[str, dict[str, Any]]
 def test_torch_image_smokes_green_with_the_torch_stages_emulated(arm64_lab: Path) -> None:
     inv = load(arm64_lab)
     boards = sorted(n for n in inv.hosts if n.startswith("pi-"))
-    data = netroot_json(arm64_lab, "export", TORCH_IMAGE, "--name", "raspbian")
-    assert data
-    proc = netroot(arm64_lab, "provision", "boards")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    # A rollout, not export + provision: the fleet state keeps each board on its assigned
+    # version, and a rollout is how a lab moves the boards to a new one.
+    rc, result = _rollout(arm64_lab, TORCH_IMAGE, "--canary", "0", "--batch", "100%",
+                          "--qpu", "skip")  # fmt: skip
+    assert rc == 0, result
     report = netroot_json(arm64_lab, "smoke", "boards", "--qpu", "emulate")
     assert report["status"] == "pass", report
     for board in boards:
