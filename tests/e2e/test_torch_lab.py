@@ -128,7 +128,7 @@ def test_a_torch_that_dies_with_sigill_stops_the_rollout_at_the_canary(
     shutil.copy(arm64_lab, inv)
     rc, good = _rollout(inv, TORCH_IMAGE, "--canary", "0", "--batch", "100%", "--qpu", "skip")
     assert rc == 0, good
-    before = {b["board"]: b["version"] for b in good["boards"]}
+    before = _mounted(inv)
     rc, result = _rollout(inv, sigill_image(), "--canary", "1", "--batch", "100%")
     assert rc == 1 and result["stopped"], result
     outcomes = {b["board"]: (b["outcome"], b["version"]) for b in result["boards"]}
@@ -136,3 +136,9 @@ def test_a_torch_that_dies_with_sigill_stops_the_rollout_at_the_canary(
     assert outcomes[canary] == ("rolled-back", before[canary])
     assert all(o == ("not-reached", before[b]) for b, o in outcomes.items() if b != canary)
     assert "SIGILL" in json.dumps(result), result
+    assert _mounted(inv) == before  # the fleet runs what it ran before
+
+
+def _mounted(inv: Path) -> dict[str, str]:
+    proc = netroot(inv, "status", "--json")
+    return {b["board"]: b["mounted"] for b in json.loads(proc.stdout)["boards"]}
