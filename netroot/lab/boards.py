@@ -13,7 +13,7 @@ from netroot.lab.arch import DEFAULT, BoardArch
 from netroot.lab.plan import BoardPlan
 from netroot.run import run
 
-MEMORY_MIB = 512
+MEMORY_MIB = DEFAULT.memory_mib  # diskless boards are armhf
 SNAPSHOT = "netroot-lab"  # the internal qcow2 snapshot holding a board's saved state
 QEMU_HINT = "install qemu-system-arm: apt-get install qemu-system-arm"
 
@@ -76,7 +76,7 @@ def qemu_argv(
         ("-M", "virt"),
         ("-cpu", arch.cpu),
         ("-smp", "1"),
-        ("-m", str(MEMORY_MIB)),
+        ("-m", str(arch.memory_mib)),
         ("-accel", "tcg,tb-size=128"),
         ("-kernel", str(kernel)),
         ("-initrd", str(initrd)),

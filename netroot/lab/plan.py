@@ -25,6 +25,7 @@ SERVER_VETH = "nr-srv-br"  # lab side of the server's link; the container side i
 SERVER_CONTAINER = "netroot-lab-nfs-01"
 SERVER_IMAGE = "netroot-lab/server:bookworm"
 RASPBIAN_IMAGE = "netroot-lab/raspbian:bookworm"
+RASPBIAN_TORCH_IMAGE = "netroot-lab/raspbian-torch:bookworm"  # arm64, Debian's python3-torch
 NETBOOT_IMAGE = "netroot-lab/raspbian-netboot:bookworm"  # what diskless boards boot
 NETBOOT_EXPORT = "raspbian-netboot"  # its export name (`netroot export` takes the last part)
 BOARD_USER = "pi"  # the imaging user of Raspberry Pi OS: passwordless sudo, root refused

@@ -133,7 +133,17 @@ SERVER_VM = Recipe(
     ),
 )
 
+# The 64-bit boards' own OS (`lab up --arch arm64`): the same packages, arm64, like 64-bit
+# Raspberry Pi OS Lite on a 3B.
+BOARD_ARM64 = Recipe("board-rootfs", "arm64", BOARD.variant, BOARD.packages)
+
 # The Raspbian stand-in that netroot exports: armhf python3 and numpy (no torch in Debian armhf).
 RASPBIAN = Recipe("raspbian-rootfs", "armhf", "minbase", ("python3", "python3-numpy"))
 
-ALL = (BOARD, SERVER, SERVER_VM, RASPBIAN)
+# The 64-bit stand-in with PyTorch: Debian's python3-torch (bookworm: 1.13.1) is built for arm64
+# (ARMv8.0, so it runs on a 3B's Cortex-A53), not armhf.
+RASPBIAN_TORCH = Recipe(
+    "raspbian-torch-rootfs", "arm64", "minbase", ("python3", "python3-numpy", "python3-torch")
+)
+
+ALL = (BOARD, BOARD_ARM64, SERVER, SERVER_VM, RASPBIAN, RASPBIAN_TORCH)

@@ -41,6 +41,7 @@ from netroot.lab.plan import (
     DEFAULT_SERVER,
     NETNS,
     RASPBIAN_IMAGE,
+    RASPBIAN_TORCH_IMAGE,
     SERVER_ADDRESS,
     SERVER_CONTAINER,
     SERVER_NAME,
@@ -88,18 +89,22 @@ def build_artifacts(
     """Everything the lab boots from, built once and cached: kernel, initramfs, base disk.
 
     Also builds nfs-01 of `server_kind` (its Docker image, or its VM's disk and kernel), the
-    Raspbian Docker image, and with `netboot` the netboot image (what diskless boards boot).
-    Returns (kernel, initramfs, base disk, the server VM's artifacts or None).
+    Raspbian Docker image (for arm64 also the torch image), and with `netboot` the netboot image
+    (what diskless boards boot). Returns (kernel, initramfs, base disk, the server VM's
+    artifacts or None).
     """
     cache = paths.cache_dir() / "lab"
     cache.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     server_tree = recipes.SERVER_VM if server_kind == "kernel" else recipes.SERVER
-    builds.build_all((arch.kernel, recipes.BOARD, server_tree, recipes.RASPBIAN), cache, report)
+    trees = [arch.kernel, arch.userspace, server_tree, recipes.RASPBIAN]
+    if arch.name == "arm64":  # torch exists for arm64 only: built for 64-bit labs
+        trees.append(recipes.RASPBIAN_TORCH)
+    builds.build_all(trees, cache, report)
     ktar = images.rootfs(arch.kernel, cache, report)
     kern = kernel.unpack(ktar, cache / f"kernel-{arch.kernel.arch}-{arch.kernel.key}")
     initrd = kernel.build_initramfs(kern, cache)
-    board_tar = images.rootfs(recipes.BOARD, cache, report)
+    board_tar = images.rootfs(arch.userspace, cache, report)
     base = cache / f"board-disk-{disk.base_key(board_tar, kern, arch.name)}.img"
     if not base.exists():
         report(f"building the boards' base disk for {arch.name} (mke2fs -d)")
@@ -114,6 +119,16 @@ def build_artifacts(
         "linux/arm/v7",
         report,
     )
+    if arch.name == "arm64":  # torch exists for arm64 only: built for 64-bit labs
+        torch_tar = images.rootfs(recipes.RASPBIAN_TORCH, cache, report)
+        images.docker_image(
+            RASPBIAN_TORCH_IMAGE,
+            "raspbian-torch",
+            torch_tar,
+            serverhost.image_key(recipes.RASPBIAN_TORCH, "raspbian-torch"),
+            "linux/arm64",
+            report,
+        )
     if netboot:
         netboot_image.build(board_tar, kern, cache, report)
     report(f"artifacts ready ({time.monotonic() - t0:.1f} s)")

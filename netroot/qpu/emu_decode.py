@@ -6,16 +6,23 @@ assembler, so golden tests of the two cross-check each other. Stdlib-only (bundl
 
 from __future__ import annotations
 
+import math
+import operator
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 LANES = 16
 VPM_ROWS = 64  # rows of 16 words addressable by the generic 32-bit horizontal setups we model
 BUS_MASK = 0x3FFFFFFF
 FLT_MIN = 1.1754943508222875e-38
+FLT_MAX = 3.4028234663852886e38
 _I16 = struct.Struct("<16I")
 _F16 = struct.Struct("<16f")
+_D16 = struct.Struct("<16d")
+_Q16 = struct.Struct("<16Q")
+_I1 = struct.Struct("<I")
+_F1 = struct.Struct("<f")
 _ZERO = (0,) * LANES
 _ELEMS = tuple(range(LANES))
 
@@ -60,35 +67,106 @@ class Memory:
 
 
 def _floats(v: tuple[int, ...] | list[int]) -> tuple[float, ...]:
-    # Denormal inputs read as signed zero, as on the QPU. min(map(abs)) runs in C: the slow
-    # path only when some lane is below FLT_MIN (zeros included).
+    # The QPU has no denormals, NaN or Inf handling of its own (QPU.md): a denormal input reads
+    # as zero, a NaN as the infinity of its sign (the exponent decides, not the mantissa).
+    # Tests that run in C (min, sum) keep the common case off the per-lane path; zeros need no
+    # change (a -0 input only matters through the sign of a zero result, forced to +0 anyway).
     out = _F16.unpack(_I16.pack(*v))
-    if min(map(abs, out)) < FLT_MIN:
-        out = tuple(0.0 * x if 0.0 < abs(x) < FLT_MIN else x for x in out)
+    tiny = min(map(abs, out)) < FLT_MIN and any(0.0 < abs(x) < FLT_MIN for x in out)
+    if tiny or not math.isfinite(sum(out)):
+        out = tuple(_input_float(bits, x) for bits, x in zip(v, out, strict=True))
     return out
 
 
-def _bits(values: list[float]) -> tuple[int, ...]:
+def _input_float(bits: int, x: float) -> float:
+    exponent = bits & 0x7F800000
+    if exponent == 0:
+        return 0.0
+    if exponent == 0x7F800000:
+        return -math.inf if bits >> 31 else math.inf
+    return x
+
+
+def _rtz_bits(values: list[float]) -> list[int]:
+    """Float32 bits of each double, rounded toward zero; zero or below FLT_MIN -> +0;
+    beyond FLT_MAX -> the infinity of its sign (unverified on hardware); NaN -> +Inf."""
+    out = []
+    for b in _Q16.unpack(_D16.pack(*values)):
+        exponent = ((b >> 52) & 0x7FF) - 896  # rebias 1023 -> 127
+        if exponent <= 0:
+            out.append(0)
+        elif exponent == 1151 and b & 0xFFFFFFFFFFFFF:  # NaN (inf - inf, 0 * inf)
+            out.append(0x7F800000)
+        elif exponent >= 255:
+            out.append((b >> 32) & 0x80000000 | 0x7F800000)
+        else:  # dropping the low 29 mantissa bits truncates toward zero
+            out.append((b >> 32) & 0x80000000 | exponent << 23 | (b >> 29) & 0x7FFFFF)
+    return out
+
+
+def _round_toward_zero(values: list[float]) -> tuple[int, ...]:
+    """Float32 bits of exact values, rounded toward zero (see _rtz_bits for the edges)."""
+    if min(map(abs, values)) < FLT_MIN or not abs(sum(values)) <= 16 * FLT_MAX:
+        return tuple(_rtz_bits(values))  # zeros, tiny, infinite or NaN: lane by lane
+    # Round to nearest in C, then step back toward zero the lanes that went away from it.
     try:
-        out = _I16.unpack(_F16.pack(*values))
-    except OverflowError:  # beyond FLT_MAX after rounding in double: +-infinity
-        values = [x if abs(x) <= 3.4028234663852886e38 else x * float("inf") for x in values]
-        out = _I16.unpack(_F16.pack(*values))
-    if min(map(abs, values)) < FLT_MIN:  # denormal results flush to signed zero
-        out = tuple(r & 0x80000000 if r & 0x7F800000 == 0 else r for r in out)
-    return out
+        packed = _F16.pack(*values)
+    except OverflowError:  # beyond FLT_MAX: lane by lane
+        return tuple(_rtz_bits(values))
+    near = _F16.unpack(packed)
+    bits = _I16.unpack(packed)
+    if any(map(operator.gt, map(abs, near), map(abs, values))):
+        pairs = zip(bits, near, values, strict=True)
+        bits = tuple(b - 1 if abs(n) > abs(x) else b for b, n, x in pairs)
+    return bits
+
+
+def _sum_rtz(xs: tuple[float, ...], ys: Iterable[float]) -> tuple[int, ...]:
+    # x + y in double is exact unless the exponents differ by more than 29 bits; then the
+    # double sum is rounded to nearest and may have landed on a float32 value the exact sum
+    # lies just inside of. The error term (TwoSum, Knuth) says which side the exact sum is on;
+    # computed with map() so the common, exact case stays in C.
+    ys = tuple(ys)
+    sums = list(map(operator.add, xs, ys))
+    virtual = list(map(operator.sub, sums, xs))
+    errs = map(operator.add, map(operator.sub, xs, map(operator.sub, sums, virtual)),
+               map(operator.sub, ys, virtual))  # fmt: skip
+    if not any(errs):  # NaN (from infinities) is truthy: the slow path handles it
+        return _round_toward_zero(sums)
+    bits = _rtz_bits(sums)
+    for i, (x, y, s) in enumerate(zip(xs, ys, sums, strict=True)):
+        if s == 0.0 or not math.isfinite(s):
+            continue
+        err = (x - (s - (s - x))) + (y - (s - x))
+        if err and (err > 0) != (s > 0) and _F1.unpack(_I1.pack(bits[i]))[0] == s:
+            stepped = bits[i] - 1  # one ulp toward zero (sign-magnitude)
+            bits[i] = stepped if stepped & 0x7F800000 else 0
+    return tuple(bits)
 
 
 def _fadd(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    return _bits([x + y for x, y in zip(_floats(a), _floats(b), strict=True)])
+    return _sum_rtz(_floats(a), _floats(b))
 
 
 def _fsub(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    return _bits([x - y for x, y in zip(_floats(a), _floats(b), strict=True)])
+    return _sum_rtz(_floats(a), [-y for y in _floats(b)])
 
 
 def _fmul(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    return _bits([x * y for x, y in zip(_floats(a), _floats(b), strict=True)])
+    # A product of two 24-bit significands fits a double's 53: exact, then truncated.
+    return _round_toward_zero(list(map(operator.mul, _floats(a), _floats(b))))
+
+
+def _ftoi(a: tuple[int, ...], _b: tuple[int, ...]) -> tuple[int, ...]:
+    # Truncation toward zero; out of the int32 range (and +-Inf) the QPU gives 0 (QPU.md).
+    return tuple(
+        int(x) & 0xFFFFFFFF if -2147483648.0 <= x < 2147483648.0 else 0 for x in _floats(a)
+    )
+
+
+def _itof(a: tuple[int, ...], _b: tuple[int, ...]) -> tuple[int, ...]:
+    # Rounds toward zero like fadd (QPU.md); an int32 is exact in a double.
+    return _round_toward_zero([float(x - (x >> 31 << 32)) for x in a])
 
 
 def _v8min(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -105,6 +183,8 @@ AluOp = Callable[[Vec, Vec], Vec]
 ADD_IMPL: dict[int, AluOp] = {
     1: _fadd,
     2: _fsub,
+    7: _ftoi,
+    8: _itof,
     12: lambda a, b: tuple((x + y) & 0xFFFFFFFF for x, y in zip(a, b, strict=True)),
     13: lambda a, b: tuple((x - y) & 0xFFFFFFFF for x, y in zip(a, b, strict=True)),
     14: lambda a, b: tuple(x >> (y & 31) for x, y in zip(a, b, strict=True)),
@@ -120,7 +200,7 @@ MUL_IMPL: dict[int, AluOp] = {
     ),
     4: _v8min,
 }
-FLOAT_ADD_OPS = {1, 2}
+FLOAT_ADD_OPS = {1, 2, 8}
 READ_A = set(range(32)) | {32, 38, 39, 48, 50, 51}
 READ_B = set(range(32)) | {32, 38, 39, 48, 50, 51}
 WRITES = set(range(36)) | {38, 39, 48, 49, 50, 51}

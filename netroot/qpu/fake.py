@@ -98,6 +98,16 @@ class FakeWindow:
         """Words into emulated memory."""
         self.memory.write_words(self.phys + offset, words)
 
+    def read_bytes(self, offset: int, count: int) -> bytes:
+        """Bytes from emulated memory."""
+        buf, off = self.memory.locate(self.phys + offset, count)
+        return bytes(buf[off : off + count])
+
+    def write_bytes(self, offset: int, data: bytes | bytearray) -> None:
+        """Bytes into emulated memory."""
+        buf, off = self.memory.locate(self.phys + offset, len(data))
+        buf[off : off + len(data)] = data
+
     def close(self) -> None:
         """Nothing to unmap."""
 

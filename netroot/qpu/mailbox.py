@@ -176,6 +176,12 @@ class PhysicalWindow(Protocol):
     def write_words(self, offset: int, words: list[int]) -> None:
         """Store `words` at byte `offset` of the window."""
 
+    def read_bytes(self, offset: int, count: int) -> bytes:
+        """`count` bytes at byte `offset` (bulk: operator data, not registers)."""
+
+    def write_bytes(self, offset: int, data: bytes | bytearray) -> None:
+        """Store `data` at byte `offset` (bulk: operator data, not registers)."""
+
     def close(self) -> None:
         """Unmap."""
 
@@ -322,6 +328,18 @@ class DevMemWindow:
         start = self.delta + offset
         for i, word in enumerate(words):
             struct.pack_into("<I", self.map, start + 4 * i, word)
+
+    # Operator data is SDRAM behind the uncached alias, not registers: copied in bulk, as
+    # py-videocore and hello_fft copy their buffers into the same kind of mapping.
+    def read_bytes(self, offset: int, count: int) -> bytes:
+        """A bulk copy out of the mapping."""
+        start = self.delta + offset
+        return self.map[start : start + count]
+
+    def write_bytes(self, offset: int, data: bytes | bytearray) -> None:
+        """A bulk copy into the mapping."""
+        start = self.delta + offset
+        self.map[start : start + len(data)] = data
 
     def close(self) -> None:
         """Unmap."""

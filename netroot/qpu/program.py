@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from netroot.qpu import mailbox as mb
-from netroot.qpu import smoke, smoke_exec
+from netroot.qpu import smoke, smoke_exec, torch_smoke
 from netroot.qpu.bootconfig import BootConfig
 from netroot.qpu.modes import check_mode
 from netroot.qpu.smoke import Context, NoVideoCore, Stage, StageFn
@@ -152,8 +152,12 @@ def run(
     platform: mb.Platform | None,
     kernels: dict[str, tuple[int, ...]],
     madd_iterations: int | None = None,
+    torch: tuple[dict[str, tuple[int, ...]], list[tuple[str, str]]] | None = None,
 ) -> dict[str, Any]:
-    """Run the smoke test in `mode` on `platform`; the JSON-ready document."""
+    """Run the smoke test in `mode` on `platform`; the JSON-ready document.
+
+    `torch` is (operator kernels, torchops/torchcheck sources): S12-S14 run after S11.
+    """
     if check_mode(mode) == "skip" or platform is None:
         stages = [
             _stage(sid, "skip", "--qpu skip: the QPU smoke test was not run")
@@ -166,7 +170,10 @@ def run(
         EMULATED_MADD_ITERATIONS if emulated else HARDWARE_MADD_ITERATIONS
     )
     ctx = Context(platform, kernels, iterations, emulated=emulated)
-    stages = run_stages(ctx, "require" if mode == "emulate" else mode)
+    policy = "require" if mode == "emulate" else mode
+    stages = run_stages(ctx, policy)
+    if torch is not None:
+        stages += torch_smoke.run_torch_stages(ctx, policy, stages, *torch)
     if emulated:
         stages = [_mark_emulated(s) for s in stages]
     return document(mode, stages, ctx)
@@ -177,9 +184,11 @@ def main(
     kernels: dict[str, tuple[int, ...]],
     scenario: str = "healthy",
     boot_config: tuple[str, str] | None = None,
+    torch: tuple[dict[str, tuple[int, ...]], list[tuple[str, str]]] | None = None,
 ) -> int:
     """Entry point of the bundled program: print the document, a line per stage on stderr.
 
+    `torch` is (operator kernels, torchops/torchcheck sources) for S12-S14, None without them.
     `boot_config` is (path, text) of the board's config.txt as the host read it, or None.
     """
     if hasattr(sys.stderr, "reconfigure"):  # a non-UTF-8 locale must not kill the report
@@ -193,7 +202,7 @@ def main(
         config = BootConfig(*boot_config) if boot_config else None
         platform = mb.LocalPlatform(config)
     try:
-        doc = run(mode, platform, kernels)
+        doc = run(mode, platform, kernels, torch=torch)
     except ValueError as exc:
         print(f"netroot-qpu-smoke: {exc}", file=sys.stderr)
         return 2

@@ -46,6 +46,9 @@ TITLES = {
     "S6": "V3D identity registers", "S7": "allocate, lock, map, read back",
     "S8": "vector add on 1 QPU", "S9": "vector add on 12 QPUs",
     "S10": "launch latency and multiply-add GFLOPS", "S11": "cleanup: unlock, release, disable",
+    "S12": "import torch (child process, time limit)",
+    "S13": "torch operators on the QPU vs torch on the CPU",
+    "S14": "matvec speed: QPU vs CPU, break-even",
 }  # fmt: skip
 
 

@@ -55,7 +55,8 @@ def run_qpu(session: Session, board: Board, mode: str) -> tuple[list[CheckResult
         config = bootconfig.parse_probe(probe.rc, probe.stdout.decode(errors="replace"))
     program = build_program(mode, boot_config=config).encode()
     python = board.mode.exec_in_version("/usr/bin/python3 -")
-    res = session.run_privileged(python, stdin=program, timeout=600)
+    # S12 alone may wait 300 s for a cold `import torch` from the NFS root.
+    res = session.run_privileged(python, stdin=program, timeout=1200)
     try:
         report = parse(res.stdout.decode(errors="replace"))
     except ReportError as exc:

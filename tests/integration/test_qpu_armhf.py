@@ -45,7 +45,9 @@ def test_emulate_mode_under_armhf_python(armhf: None) -> None:
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["emulated"] is True
-    assert [s["status"] for s in doc["stages"]] == ["pass"] * 12
+    assert [s["status"] for s in doc["stages"]] == ["pass"] * 12 + ["skip"] * 3
+    # Debian has no armhf torch: S12-S14 skip, saying so.
+    assert all("no torch in this image" in s["evidence"] for s in doc["stages"][12:])
     assert all(program.EMULATED in line for line in done.stderr.splitlines() if line.strip())
     # A 32-bit interpreter numbers the mailbox ioctl for a 32-bit userspace (issue 13).
     assert doc["stages"][1]["evidence"].endswith("ioctl 0xc0046400 (32-bit (armhf) userspace)")

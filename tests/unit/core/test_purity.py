@@ -47,6 +47,9 @@ IO_MODULES = (
     "netroot.qpu.smoke_exec",
     "netroot.qpu.program",
     "netroot.qpu.fake",
+    "netroot.qpu.opsrun",  # the torch operators' kernels through the mailbox or the emulator
+    "netroot.qpu.torchops",
+    "netroot.qpu.torch_smoke",  # S12: `import torch` in a child process
     # The board checks: testinfra over SSH, and the QPU program sent over it.
     "netroot.smoke.backend",
     "netroot.smoke.plugin",

@@ -49,6 +49,16 @@ def test_arm64_board_is_a_cortex_a53_virt_board_on_its_own_tap() -> None:
     assert any("seed.tar,format=raw,readonly=on" in a for a in argv)
 
 
+def test_arm64_boards_have_a_3b_s_ram_and_an_arm64_userspace() -> None:
+    # 1024 MiB less the gpu_mem netroot provisions by default (128): 896, as a 3B's OS sees it.
+    assert dict(zip(_argv(1, arch.ARM64)[1::2], _argv(1, arch.ARM64)[2::2], strict=False))[
+        "-m"
+    ] == str(1024 - 128)
+    assert arch.ARM64.userspace.arch == "arm64" and arch.ARMHF.userspace.arch == "armhf"
+    assert arch.ARM64.userspace.packages == arch.ARMHF.userspace.packages
+    assert dict(zip(_argv(1)[1::2], _argv(1)[2::2], strict=False))["-m"] == "512"
+
+
 def test_saved_state_fingerprint_changes_with_machine_or_seed() -> None:
     a = boards.fingerprint(_argv(1), b"seed")
     assert a == boards.fingerprint(_argv(1), b"seed")

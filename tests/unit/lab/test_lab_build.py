@@ -131,6 +131,14 @@ def test_board_recipe_has_what_the_contract_promises() -> None:
     assert {"nfs-ganesha", "nfs-ganesha-vfs", "rpcbind"} <= set(recipes.SERVER.packages)
 
 
+def test_the_torch_image_is_arm64_with_debians_torch() -> None:
+    # Debian has python3-torch for arm64 only; the recipe names it, so its key changes with it.
+    torch = recipes.RASPBIAN_TORCH
+    assert torch.arch == "arm64" and "python3-torch" in torch.packages
+    assert "--arch=arm64" in torch.argv("/out.tar")
+    assert len({r.filename for r in recipes.ALL}) == len(recipes.ALL)
+
+
 def test_doctor_names_missing_packages_in_one_apt_command() -> None:
     present = {"ip", "docker", "tar"}
     gone = doctor.missing(lambda what: what in present)

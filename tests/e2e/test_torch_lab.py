@@ -1,0 +1,144 @@
+"""PyTorch on a 64-bit lab board (issue 20's Show): the torch image rolled out, smoke green with
+the torch stages EMULATED (the lab has no VideoCore IV), the worst error shown.
+
+Runs on a lab of `--arch arm64` boards (arm64 userspace on a Cortex-A53, a 3B's RAM less
+gpu_mem): it brings one up itself (and takes it down again) unless such a lab is already up.
+Run alone, under the lab lock:
+  flock /tmp/netroot-lab.lock sh -c '.venv/bin/netroot lab down;
+    .venv/bin/pytest -m e2e tests/e2e/test_torch_lab.py; .venv/bin/netroot lab down'
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from netroot import paths
+from netroot.inventory import load
+from tests.e2e.helpers import netroot, netroot_json
+
+pytestmark = pytest.mark.e2e
+
+TORCH_IMAGE = "netroot-lab/raspbian-torch:bookworm"
+SIGILL_IMAGE = "netroot-lab/raspbian-torch:e2e-armv81"
+# A torch built for ARMv8.1 and later, as several aarch64 wheels are: this stand-in, found first
+# on sys.path (/usr/local before Debian's /usr/lib/python3), runs one LSE atomic at import:
+# LDADD w1, w1, [x0] (0xb8210001), then RET. A Cortex-A53 (ARMv8.0) has no LSE: SIGILL.
+LSE_TORCH = """
+import ctypes, mmap
+code = (0xB8210001).to_bytes(4, "little") + (0xD65F03C0).to_bytes(4, "little")
+page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+page.write(code)
+counter = ctypes.c_int(0)
+ctypes.CFUNCTYPE(None, ctypes.c_void_p)(ctypes.addressof(ctypes.c_char.from_buffer(page)))(
+    ctypes.addressof(counter))
+raise ImportError("this CPU has ARMv8.1 atomics: the SIGILL test image shows nothing here")
+"""
+FAST = ("--yes", "--json")
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "torch-checks"
+
+
+def _report(msg: str) -> None:
+    print(f"[lab arm64] {msg}", flush=True)
+
+
+@pytest.fixture(scope="module")
+def arm64_lab() -> Iterator[Path]:
+    """An arm64 lab with two boards (a canary and the rest); yields its inventory."""
+    from netroot.errors import EnvironmentMissing
+    from netroot.lab import arch, service, state
+
+    try:
+        service.check_environment()
+    except EnvironmentMissing as exc:
+        pytest.skip(f"virtual lab cannot run here: {exc.message} ({exc.hint})")
+    before = service.status()
+    saved = state.load(paths.lab_dir() / "state.json")
+    if before.anything_running and saved.get("arch") != "arm64":
+        pytest.skip("an armhf lab is up: run this test alone (`netroot lab down` first)")
+    t0 = time.monotonic()
+    service.up(max(2, before.boards_planned), _report, arch=arch.ARM64)
+    _report(f"lab ready after {time.monotonic() - t0:.1f} s")
+    yield paths.lab_inventory()
+    if not before.anything_running:
+        service.down(_report)
+
+
+def sigill_image() -> str:
+    """The torch image plus the ARMv8.1 stand-in (built locally, never pulled)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "Dockerfile").write_text(
+            f"FROM {TORCH_IMAGE}\n"
+            "COPY lse.py /usr/local/lib/python3.11/dist-packages/torch/__init__.py\n"
+        )
+        Path(tmp, "lse.py").write_text(LSE_TORCH)
+        subprocess.run(["docker", "build", "--pull=false", "--platform", "linux/arm64", "-q",
+                        "-t", SIGILL_IMAGE, tmp], check=True, capture_output=True)  # fmt: skip
+    return SIGILL_IMAGE
+
+
+def _rollout(inv: Path, image: str, *extra: str) -> tuple[int, dict[str, Any]]:
+    proc = netroot(inv, "rollout", image, "--name", "raspbian", *FAST, *extra)
+    assert proc.stdout, proc.stderr[-3000:]
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def _qpu_checks(report: dict[str, Any], board: str) -> dict[str, dict[str, Any]]:
+    (entry,) = [b for b in report["boards"] if b["board"] == board]
+    return {c["check"].split()[1]: c for c in entry["checks"] if c["check"].startswith("qpu ")}
+
+
+def test_torch_image_smokes_green_with_the_torch_stages_emulated(arm64_lab: Path) -> None:
+    inv = load(arm64_lab)
+    boards = sorted(n for n in inv.hosts if n.startswith("pi-"))
+    # A rollout, not export + provision: the fleet state keeps each board on its assigned
+    # version, and a rollout is how a lab moves the boards to a new one.
+    rc, result = _rollout(arm64_lab, TORCH_IMAGE, "--canary", "0", "--batch", "100%",
+                          "--qpu", "skip")  # fmt: skip
+    assert rc == 0, result
+    report = netroot_json(arm64_lab, "smoke", "boards", "--qpu", "emulate")
+    assert report["status"] == "pass", report
+    for board in boards:
+        qpu = _qpu_checks(report, board)
+        assert qpu["S12"]["status"] == "pass" and "torch 1.13" in qpu["S12"]["message"]
+        assert qpu["S13"]["status"] == "pass"
+        assert "worst float32 case" in qpu["S13"]["message"]
+        assert qpu["S14"]["status"] == "skip" and "no speed is claimed" in qpu["S14"]["message"]
+        assert all("EMULATED" in c["message"] for c in qpu.values())
+        _report(f"{board} S13: {qpu['S13']['message']}")
+    checks = netroot_json(arm64_lab, "smoke", "boards", "--qpu", "skip", "--checks", str(EXAMPLES))
+    for board in checks["boards"]:
+        mine = {c["check"]: c for c in board["checks"]}
+        assert mine["test_qpu_product_equals_torch_mul"]["status"] == "pass", mine
+        assert mine["test_every_operator_within_the_stated_bound"]["status"] == "pass", mine
+
+
+def test_a_torch_that_dies_with_sigill_stops_the_rollout_at_the_canary(
+    arm64_lab: Path, tmp_path: Path
+) -> None:
+    inv = tmp_path / "inventory.yml"
+    shutil.copy(arm64_lab, inv)
+    rc, good = _rollout(inv, TORCH_IMAGE, "--canary", "0", "--batch", "100%", "--qpu", "skip")
+    assert rc == 0, good
+    before = _mounted(inv)
+    rc, result = _rollout(inv, sigill_image(), "--canary", "1", "--batch", "100%")
+    assert rc == 1 and result["stopped"], result
+    outcomes = {b["board"]: (b["outcome"], b["version"]) for b in result["boards"]}
+    canary = result["plan"]["batches"][0][0]["board"]
+    assert outcomes[canary] == ("rolled-back", before[canary])
+    assert all(o == ("not-reached", before[b]) for b, o in outcomes.items() if b != canary)
+    assert "SIGILL" in json.dumps(result), result
+    assert _mounted(inv) == before  # the fleet runs what it ran before
+
+
+def _mounted(inv: Path) -> dict[str, str]:
+    proc = netroot(inv, "status", "--json")
+    return {b["board"]: b["mounted"] for b in json.loads(proc.stdout)["boards"]}
