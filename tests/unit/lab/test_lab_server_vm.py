@@ -103,3 +103,19 @@ def test_server_vm_recipe_has_what_the_issue_promises() -> None:
     assert wanted <= set(recipes.SERVER_VM.packages)
     assert recipes.SERVER_VM.arch == "amd64"
     assert recipes.SERVER_VM in recipes.ALL
+
+
+def test_the_export_disk_the_rsync_copy_wrote_goes_and_the_new_one_is_kept(tmp_path: Path) -> None:
+    """Real qemu-img and mke2fs: the old export.img (copies of the control host's lock and
+    fleet state in it) is removed, export-remote.img is made once and then kept."""
+    base = tmp_path / "base.img"
+    base.write_bytes(b"\0" * 1024 * 1024)
+    art = servervm.Artifacts(tmp_path / "k", tmp_path / "i", base)
+    files = servervm.files_of(tmp_path / "lab")
+    files.dir.mkdir(parents=True)
+    files.mirrored_disk.write_bytes(b"the stand-in's copy")
+    servervm.prepare_disks(files, art, fresh=False)
+    assert not files.mirrored_disk.exists() and files.export_disk.is_file()
+    made = files.export_disk.stat().st_ino
+    servervm.prepare_disks(files, art, fresh=False)
+    assert files.export_disk.stat().st_ino == made
