@@ -4,10 +4,11 @@ nfs-kernel-server in a Debian x86_64 VM under TCG (`lab up --server kernel`).
     .venv/bin/python -m bench.bench_lab_server [--boards 2] [--servers ganesha,kernel]
 
 For each server, in one run on the same machine: `lab down --no-save`, then `lab up --boot` of N
-boards timed to "every host ssh-ready" and to nfs-01 alone ssh-ready, then the first provision
-of pi-01 (the server's exports, and for the kernel server its copy of the export root) and a
-smoke of pi-01. Artifacts are built before the clock starts. Prints JSON with the ratios
-kernel/ganesha on stdout; leaves the lab up with the last server.
+boards timed to "every host ssh-ready" and to nfs-01 alone ssh-ready, then the export of the
+lab image (not timed; for the kernel server onto its own disk over SSH, a remote export root),
+the first provision of pi-01 (the server's exports) and a smoke of pi-01.
+Artifacts are built before the clock starts. Prints JSON with the ratios kernel/ganesha on
+stdout; leaves the lab up with the last server.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ stopping). Here SIGINT cancels the playbook cleanly and then raises KeyboardInte
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -57,10 +58,31 @@ def runs_dir() -> Path:
     return state_dir() / "provision" / "runs"
 
 
+IN_USE = ".in-use"  # each run holds an flock on it while ansible-runner writes the run dir
+
+
+def _in_use(run: Path) -> bool:
+    try:
+        fd = os.open(run / IN_USE, os.O_RDONLY)
+    except OSError:
+        return False  # a run of an older netroot, or one already over
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 def _prune(base: Path, keep: int) -> None:
+    """Remove all but the newest `keep` runs, never one still running: several netroot
+    commands (other inventories, the lab's tests) share this directory, and a run dir removed
+    under ansible-runner fails that command."""
     runs = sorted(p for p in base.iterdir() if p.is_dir())
     for old in runs[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
+        if not _in_use(old):
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def run_playbook(
@@ -88,7 +110,23 @@ def run_playbook(
         suffix += 1
         run_dir = base / f"{time.strftime('%Y%m%dT%H%M%S')}-{suffix}"
     run_dir.mkdir(parents=True)
-    _prune(base, KEEP_RUNS)
+    in_use = os.open(run_dir / IN_USE, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(in_use, fcntl.LOCK_EX)  # released when the fd closes, or this process dies
+    try:
+        _prune(base, KEEP_RUNS)
+        return _run_in(run_dir, playbooks, plan, on_event, path, ansible_runner)
+    finally:
+        os.close(in_use)
+
+
+def _run_in(
+    run_dir: Path,
+    playbooks: Path,
+    plan: Playbook,
+    on_event: EventHandler,
+    path: str,
+    ansible_runner: Any,
+) -> RunOutcome:
 
     def handler(event: Mapping[str, Any]) -> bool:
         on_event(event)

@@ -67,13 +67,13 @@ def inventory(plan: LabPlan, power_cycle: Sequence[str] = ("false",)) -> dict[st
     }
     if plan.server == "kernel":
         # A server of its own, as a Debian server is met: a sudo user, root refused. Its
-        # export root is its own disk; netroot still writes the control host's copy (it must
-        # run where the export root is), and the server role mirrors it there (rsync).
+        # export root is its own disk, a path on the server: exports, the fleet state and the
+        # writer's lock go there over SSH (netroot.export.remote, netroot.fleet.remote).
         server.update(
             ansible_user=plan.server_user,
             ansible_become=True,
             netroot_nfs_backend="kernel",
-            netroot_export_mirror_from=str(plan.export_root),
+            netroot_export_remote=True,
         )
     children: dict[str, Any] = {"lab": {"hosts": boards}} if boards else {}
     if plan.netboot:

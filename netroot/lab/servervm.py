@@ -44,6 +44,13 @@ class ServerFiles(BoardFiles):
 
     @property
     def export_disk(self) -> Path:
+        return self.dir / "export-remote.img"
+
+    @property
+    def mirrored_disk(self) -> Path:
+        """The export disk of labs before the remote export root: the control host's export
+        root copied by rsync, its writer's lock and fleet state included, which would refuse
+        every writer on the server now (they name a holder on the control host)."""
         return self.dir / "export.img"
 
 
@@ -139,6 +146,7 @@ def prepare_disks(files: ServerFiles, art: Artifacts, fresh: bool) -> None:
     """The server's root (a qcow2 over the base) and its export disk (made once, kept)."""
     files.dir.mkdir(parents=True, exist_ok=True)
     disk.overlay(art.base, files.disk, fresh)
+    files.mirrored_disk.unlink(missing_ok=True)  # only copies: the control host has the versions
     if fresh:
         files.export_disk.unlink(missing_ok=True)
     if not files.export_disk.exists():

@@ -207,7 +207,8 @@ def up(
             raise EnvironmentMissing(
                 f"{diskless.UBOOT}: no U-Boot for the diskless boards", diskless.UBOOT_HINT
             )
-        plan.export_root.mkdir(parents=True, exist_ok=True)
+        if plan.server != "kernel":  # the kernel server's export root is on its own disk
+            plan.export_root.mkdir(parents=True, exist_ok=True)
         kern, initrd, base, server_art = build_artifacts(report, arch, netboot > 0, plan.server)
         client_pub = seeds.write_identity(plan, power_cycle_command())
         t0 = time.monotonic()

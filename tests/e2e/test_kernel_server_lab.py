@@ -1,10 +1,12 @@
 """Issue 21's kernel server on the virtual lab: `lab up --server kernel`, nfs-01 a Debian x86_64
-VM with Linux's own nfs-kernel-server, reached over SSH as its sudo user (root refused).
+VM with Linux's own nfs-kernel-server, reached over SSH as its sudo user (root refused), its
+export root a remote one (`netroot_export_remote`): a path on the VM's own export disk.
 
-One rollout does the work of the whole module (each costs minutes of emulated boards): the
-export from the control host lands on the server, nfsd is restarted in the middle, and the
-rollout (provision + smoke per board) still completes; then status, `exportfs -v` (exactly the
-inventory's boards, read-only, an fsid each) and a board's own NFSv3 and NFSv4.2 mounts.
+`netroot export` on the control host lands on the server (verified there), then one rollout
+does most of the work (each costs minutes of emulated boards): nfsd is restarted once the
+canary has mounted the version, and the rollout (provision + smoke per board) still completes;
+then status, `exportfs -v` (exactly the inventory's boards, read-only, an fsid each), a board's
+own NFSv3 and NFSv4.2 mounts, and a rollback of one board after a second rollout to it.
 
 The module brings the lab up with the kernel server itself, and gives back what it found: a
 lab that was down is taken down, a ganesha lab is brought back as it was.
@@ -29,7 +31,7 @@ import yaml
 
 from netroot.paths import project_file
 from tests.e2e.conftest import LabHandle, _report
-from tests.e2e.helpers import export, netroot, variant_image
+from tests.e2e.helpers import NETROOT, netroot, netroot_json, variant_image
 
 pytestmark = pytest.mark.e2e
 
@@ -103,41 +105,52 @@ def test_lab_server_is_a_sudo_user_on_a_kernel_nfs_server(kernel_lab: KernelLab)
     assert out[2].split()[0] == "ext4" and out[2].split()[1] != "/dev/vda"
 
 
-def test_rollout_with_nfsd_restarted_midway_then_exports_and_mounts(
+def test_export_lands_on_the_server_and_rollout_survives_an_nfsd_restart(
     kernel_lab: KernelLab,
 ) -> None:
     lab, inv = kernel_lab.lab, kernel_lab.inventory
-    version = export(lab.inventory, variant_image("e2e-kernel", f"kernel {time.time()}"))
+    exported = netroot_json(inv, "export", variant_image("e2e-kernel", f"kernel {time.time()}"),
+                            "--name", "raspbian")  # fmt: skip
+    version = str(exported.get("version") or exported["manifest"]["version"])
+    assert exported["server"] == SERVER and exported["bytes_sent"] > 0
+    # The version is on the server's export disk, complete with its manifest, and re-hashed
+    # there against it (`verify` runs on the server); the control host holds no copy.
     versions = lab.export_root / "raspbian" / "versions"
-    restarted: list[str] = []
+    lab.ssh(SERVER, f"test -d {versions}/{version} && test -f {versions}/{version}.json")
+    verified = netroot(inv, "verify", f"raspbian@{version}")
+    assert verified.returncode == 0, verified.stdout[-2000:] + verified.stderr[-2000:]
+    assert not (versions / version).exists()
 
-    def restart_nfsd_once_the_version_is_there() -> None:
-        # The server play copies the version to the server, then the boards mount it: restart
-        # nfsd right after the copy lands, while the boards play runs.
-        deadline = time.monotonic() + 1200
-        while time.monotonic() < deadline:
-            probe = lab.ssh(SERVER, f"test -f {versions}/{version}.json", check=False)
-            if probe.returncode == 0:
+    fleet = f"{lab.export_root}/.netroot-fleet.json"
+    restarted: list[str] = []
+    proc = subprocess.Popen(
+        [*NETROOT, "rollout", "netroot-lab/raspbian:e2e-kernel", "--name", "raspbian", "--json",
+         *FAST],
+        env={**os.environ, "NETROOT_INVENTORY": str(inv), "NO_COLOR": "1", "COLUMNS": "200"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+    def restart_nfsd_once_the_canary_mounts() -> None:
+        # The fleet state is the server's: restart nfsd as soon as it says a board mounted the
+        # version, while the rollout still runs (the canary's smoke, the next batch).
+        while proc.poll() is None:
+            probe = lab.ssh(SERVER, f'grep -q \'"mounted": "{version}"\' {fleet}', check=False)
+            if probe.returncode == 0 and proc.poll() is None:
                 lab.ssh(SERVER, "systemctl restart nfs-server")
                 restarted.append(time.strftime("%T"))
                 return
             time.sleep(2)
 
-    thread = threading.Thread(target=restart_nfsd_once_the_version_is_there)
+    thread = threading.Thread(target=restart_nfsd_once_the_canary_mounts)
     thread.start()
-    proc = netroot(inv, "rollout", "netroot-lab/raspbian:e2e-kernel", "--name", "raspbian",
-                   "--json", *FAST)  # fmt: skip
+    out, err = proc.communicate(timeout=3600)
     thread.join()
-    assert restarted, "nfsd was never restarted: the version never reached the server"
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout)
+    assert proc.returncode == 0, err[-3000:]
+    assert restarted, "nfsd was not restarted while the rollout ran"
+    result = json.loads(out)
     assert {b["board"]: (b["outcome"], b["version"]) for b in result["boards"]} == {
         b: ("ok", version) for b in lab.boards
     }
-
-    # The export from the control host landed on the server, byte for byte.
-    local = (versions / f"{version}.json").read_bytes()
-    assert lab.ssh(SERVER, f"cat {versions}/{version}.json").stdout.encode() == local
 
     status = json.loads(netroot(inv, "status", "--json").stdout)["boards"]
     assert {b["board"]: (b["mounted"], bool(b["drift"])) for b in status} == {
@@ -163,10 +176,31 @@ def test_rollout_with_nfsd_restarted_midway_then_exports_and_mounts(
             f" && test -x {mnt}/versions/{version}/usr/bin/python3"
             f" && grep ' {mnt} ' /proc/mounts; umount {mnt}"
         )
-        out = lab.ssh(board, line)
-        assert vers in out.stdout, out.stdout
+        mount = lab.ssh(board, line)
+        assert vers in mount.stdout, mount.stdout
     root = lab.ssh(board, "/usr/local/sbin/netroot-chroot /usr/bin/python3 -c 'print(6*7)'")
     assert root.stdout.strip().endswith("42")
+
+
+def test_rollback_of_a_board_returns_it_to_the_version_before(kernel_lab: KernelLab) -> None:
+    """A second rollout to one board, then its rollback: back on the first version (the fleet
+    state that knows it is the server's)."""
+    inv = kernel_lab.inventory
+    board = kernel_lab.lab.boards[0]
+
+    def mounted() -> str:
+        status = json.loads(netroot(inv, "status", board, "--json").stdout)["boards"]
+        return str(next(b["mounted"] for b in status if b["board"] == board))
+
+    first = mounted()
+    image = variant_image("e2e-kernel-b", f"kernel b {time.time()}")
+    proc = netroot(inv, "rollout", image, "--name", "raspbian", "--group", board, "--json", *FAST)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    second = json.loads(proc.stdout)["boards"][0]["version"]
+    assert second != first and mounted() == second
+    proc = netroot(inv, "rollback", board, "--yes", "--json")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert mounted() == first
 
 
 def test_exports_the_kernel_refuses_are_not_kept(kernel_lab: KernelLab, tmp_path: Path) -> None:
@@ -187,7 +221,7 @@ def test_exports_the_kernel_refuses_are_not_kept(kernel_lab: KernelLab, tmp_path
         playbooks = project_file("playbooks")
         proc = subprocess.run(
             [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inv),
-             str(playbooks / "nfs_server.yml"), "-e", "netroot_export_mirror_from="],
+             str(playbooks / "nfs_server.yml")],
             env={**os.environ, "ANSIBLE_CONFIG": str(playbooks / "ansible.cfg")},
             capture_output=True, text=True, timeout=600, check=False,
         )  # fmt: skip

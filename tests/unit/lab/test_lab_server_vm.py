@@ -25,21 +25,22 @@ def test_the_server_kind_is_checked_and_diskless_boards_need_ganesha() -> None:
         make_plan(1, Path("/lab"), netboot=1, server="kernel")
 
 
-def test_kernel_inventory_reaches_the_server_as_a_sudo_user_and_mirrors_the_export_root() -> None:
+def test_kernel_inventory_reaches_the_server_as_a_sudo_user_with_a_remote_export_root() -> None:
     plan = make_plan(2, Path("/lab"), Path("/srv/export"), server="kernel")
     inv = parse(yaml.safe_load(render.inventory_yaml(plan)), Path("inventory.yml"))
     assert (inv.server.backend, inv.server.export_root) == ("kernel", "/srv/export")
+    # The export root is the server's own disk: exports and the fleet state go there over SSH.
+    assert inv.server.remote
     server = target_for(inv.server.host)
     assert (server.user, server.become, server.sudo) == (SERVER_USER, True, True)
-    assert inv.server.host.vars["netroot_export_mirror_from"] == "/srv/export"
     # The boards are untouched by the server's kind.
     assert target_for(inv.boards["pi-01"].host).user == "pi"
 
 
-def test_ganesha_inventory_has_no_mirror() -> None:
+def test_ganesha_inventory_keeps_a_local_export_root() -> None:
     plan = make_plan(1, Path("/lab"), Path("/srv/export"))
     server = parse(yaml.safe_load(render.inventory_yaml(plan)), Path("i.yml")).server
-    assert "netroot_export_mirror_from" not in server.host.vars
+    assert not server.remote and "netroot_export_remote" not in server.host.vars
     assert server.backend == "ganesha"
 
 
@@ -102,3 +103,19 @@ def test_server_vm_recipe_has_what_the_issue_promises() -> None:
     assert wanted <= set(recipes.SERVER_VM.packages)
     assert recipes.SERVER_VM.arch == "amd64"
     assert recipes.SERVER_VM in recipes.ALL
+
+
+def test_the_export_disk_the_rsync_copy_wrote_goes_and_the_new_one_is_kept(tmp_path: Path) -> None:
+    """Real qemu-img and mke2fs: the old export.img (copies of the control host's lock and
+    fleet state in it) is removed, export-remote.img is made once and then kept."""
+    base = tmp_path / "base.img"
+    base.write_bytes(b"\0" * 1024 * 1024)
+    art = servervm.Artifacts(tmp_path / "k", tmp_path / "i", base)
+    files = servervm.files_of(tmp_path / "lab")
+    files.dir.mkdir(parents=True)
+    files.mirrored_disk.write_bytes(b"the stand-in's copy")
+    servervm.prepare_disks(files, art, fresh=False)
+    assert not files.mirrored_disk.exists() and files.export_disk.is_file()
+    made = files.export_disk.stat().st_ino
+    servervm.prepare_disks(files, art, fresh=False)
+    assert files.export_disk.stat().st_ino == made
