@@ -44,6 +44,7 @@ from netroot.lab.plan import (
     RASPBIAN_TORCH_IMAGE,
     SERVER_ADDRESS,
     SERVER_CONTAINER,
+    SERVER_KINDS,
     SERVER_NAME,
     BoardPlan,
     LabPlan,
@@ -193,10 +194,17 @@ def up(
     unless `boot`; `fresh` also gives every board a clean disk. A running board of another
     arch is stopped and booted anew (on a disk over that arch's base). `netboot` diskless
     boards join the inventory and the network powered off (see `_prepare_diskless`). nfs-01
-    is `server_kind`: NFS-Ganesha in a container, or nfs-kernel-server in a VM of its own.
+    is `server_kind`: NFS-Ganesha in a container, or nfs-kernel-server in a VM of its own; a
+    running lab whose server changes kind is saved and stopped first (`down`), then resumed.
     """
     check_environment()
     lab_dir = paths.lab_dir()
+    was = str(state.load(lab_dir / "state.json").get("server") or DEFAULT_SERVER)
+    if was != server_kind and server_kind in SERVER_KINDS and status().anything_running:
+        # A board would keep its mounts of a server that is gone: stale NFS handles that its
+        # next netroot-mount cannot unmount. Saved by `down` (nothing mounted), then resumed.
+        report(f"nfs-01 changes from {was} to {server_kind}: the lab is saved and stopped first")
+        down(report)
     with _locked(lab_dir):
         previous = state.load(lab_dir / "state.json")
         root = export_root or Path(previous.get("export_root") or lab_dir / "export")
