@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from netroot.errors import UsageError
+from netroot.fsutil import fsync_dir
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 VERSION_RE = re.compile(r"^[0-9a-f]{12,64}$")
@@ -242,3 +244,23 @@ class Layout:
 
     def manifest_path(self, vid: str) -> Path:
         return self.versions / f"{vid}.json"
+
+
+def current_id(layout: Layout) -> str | None:
+    """The version `current` points at, or None (no `current` yet)."""
+    try:
+        return Path(os.readlink(layout.current)).name
+    except OSError:
+        return None
+
+
+def switch_current(layout: Layout, vid: str) -> bool:
+    """Point `current` at versions/VID with a new symlink renamed over the old one (atomic)."""
+    if current_id(layout) == vid:
+        return False
+    tmp = layout.base / f".current.{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    os.symlink(f"versions/{vid}", tmp)
+    os.rename(tmp, layout.current)
+    fsync_dir(layout.base)
+    return True

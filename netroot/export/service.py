@@ -25,6 +25,12 @@ from netroot.export.manifest import (
     tree_hash,
     version_id,
 )
+from netroot.export.manifest import (
+    current_id as current_id,  # re-exported: the export's callers read `current` here
+)
+from netroot.export.manifest import (
+    switch_current as switch_current,
+)
 from netroot.export.scan import scan
 from netroot.export.sources import SourceInfo
 from netroot.export.writer import Progress, Reuse, Writer, is_enospc
@@ -123,14 +129,6 @@ def read_manifest(layout: Layout, vid: str, entries: bool = True) -> Manifest:
         raise NetrootError(f"{path}: unreadable manifest ({exc})", "", Exit.CHECKS) from None
 
 
-def current_id(layout: Layout) -> str | None:
-    try:
-        target = os.readlink(layout.current)
-    except OSError:
-        return None
-    return Path(target).name
-
-
 def list_versions(layout: Layout) -> list[Manifest]:
     """Committed versions (a manifest exists), oldest first; summaries (entries not loaded)."""
     if not layout.versions.is_dir():
@@ -138,18 +136,6 @@ def list_versions(layout: Layout) -> list[Manifest]:
     names = [p.name[: -len(".json")] for p in layout.versions.glob("*.json")]
     found = [read_manifest(layout, vid, entries=False) for vid in names]
     return sorted(found, key=lambda m: (m.exported_at, m.version))
-
-
-def switch_current(layout: Layout, vid: str) -> bool:
-    """Point `current` at versions/VID with a new symlink renamed over the old one."""
-    if current_id(layout) == vid:
-        return False
-    tmp = layout.base / f".current.{os.getpid()}"
-    tmp.unlink(missing_ok=True)
-    os.symlink(f"versions/{vid}", tmp)
-    os.rename(tmp, layout.current)
-    fsync_dir(layout.base)
-    return True
 
 
 def _commit(layout: Layout, staging: Path, manifest: Manifest) -> None:

@@ -42,7 +42,9 @@ from netroot.export.manifest import (
     Layout,
     Manifest,
     check_name,
+    current_id,
     diff_entries,
+    switch_current,
     tree_hash,
 )
 from netroot.export.scan import scan
@@ -55,13 +57,6 @@ LINK_BASES = 3  # versions rsync may link unchanged files from (current first, t
 def _reply(data: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(data) + "\n")
     sys.stdout.flush()
-
-
-def _current(layout: Layout) -> str | None:
-    try:
-        return Path(os.readlink(layout.current)).name
-    except OSError:
-        return None
 
 
 def _committed(layout: Layout) -> list[str]:
@@ -89,22 +84,10 @@ def clean_stale(layout: Layout, keep_staging: str) -> None:
             remove_tree(str(child), ignore)
 
 
-def switch(layout: Layout, vid: str) -> bool:
-    """`current` -> versions/VID by renaming a new symlink over it (atomic)."""
-    if _current(layout) == vid:
-        return False
-    tmp = layout.base / f".current.{os.getpid()}"
-    tmp.unlink(missing_ok=True)
-    os.symlink(f"versions/{vid}", tmp)
-    os.rename(tmp, layout.current)
-    fsync_dir(layout.base)
-    return True
-
-
 def prune(layout: Layout, keep: int, protected: set[str]) -> list[str]:
     """All but the newest `keep` versions, never current nor a protected one; manifest first."""
     versions = _committed(layout)
-    spared = set(versions[-keep:]) | protected | {_current(layout) or ""}
+    spared = set(versions[-keep:]) | protected | {current_id(layout) or ""}
     removed: list[str] = []
     for vid in versions:
         if vid in spared:
@@ -188,11 +171,11 @@ def commit(layout: Layout, vid: str, text: str) -> None:
 
 
 def _finish(layout: Layout, vid: str, request: dict[str, Any]) -> dict[str, Any]:
-    switched = bool(request.get("switch")) and switch(layout, vid)
+    switched = bool(request.get("switch")) and switch_current(layout, vid)
     keep = request.get("keep")
     protected = {str(v) for v in request.get("protected") or ()}
     pruned = prune(layout, int(keep), protected) if keep else []
-    return {"ok": True, "switched": switched, "pruned": pruned, "current": _current(layout)}
+    return {"ok": True, "switched": switched, "pruned": pruned, "current": current_id(layout)}
 
 
 def _summary(layout: Layout, vid: str) -> str:
@@ -217,7 +200,7 @@ def session(root: Path, name: str, vid: str) -> int:
         return 1
     clean_stale(layout, keep_staging=vid)
     exists = layout.manifest_path(vid).exists() and layout.version_dir(vid).is_dir()
-    current = _current(layout)
+    current = current_id(layout)
     committed = _committed(layout)
     bases = ([current] if current in committed else []) + [
         v for v in reversed(committed) if v != current
@@ -303,7 +286,7 @@ def collisions(layout: Layout, manifest: Manifest, bases: list[str]) -> list[str
 def verify(root: Path, name: str, vid: str) -> int:
     """Re-hash a committed version against its manifest (read-only: no lock, nothing written)."""
     layout = Layout(root, check_name(name))
-    vid = vid or _current(layout) or ""
+    vid = vid or current_id(layout) or ""
     if not VERSION_RE.match(vid) or not layout.manifest_path(vid).is_file():
         _reply({"ok": False, "error": f"no version {vid or 'current'!r} of {name!r} under {root}"})
         return 2
@@ -328,7 +311,7 @@ def list_versions(root: Path, name: str) -> int:
         _reply({"ok": False, "error": f"no export named {name!r} under {root}"})
         return 2
     found = [_summary(layout, vid) for vid in _committed(layout)]
-    _reply({"ok": True, "current": _current(layout), "versions": found})
+    _reply({"ok": True, "current": current_id(layout), "versions": found})
     return 0
 
 
@@ -345,7 +328,7 @@ def prune_only(root: Path, name: str, keep: str, protected: str) -> int:
         _reply({"ok": False, "busy": True, "error": f"another export or prune of {name!r} runs"})
         return 1
     removed = prune(layout, int(keep), {v for v in protected.split(",") if v})
-    _reply({"ok": True, "pruned": removed, "current": _current(layout)})
+    _reply({"ok": True, "pruned": removed, "current": current_id(layout)})
     return 0
 
 

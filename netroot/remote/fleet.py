@@ -110,10 +110,9 @@ class Fleet:
             if not self._has(name, vid):
                 raise ValueError(f"no version {vid} of {name}")
             # Only here: the export helper's modules are loaded by a session that switches.
-            from netroot.export.manifest import Layout
-            from netroot.remote.export import switch
+            from netroot.export.manifest import Layout, switch_current
 
-            return {"switched": switch(Layout(self.root, name), vid)}
+            return {"switched": switch_current(Layout(self.root, name), vid)}
         raise ValueError(f"unknown op {op!r}")
 
     def _release(self) -> None:
