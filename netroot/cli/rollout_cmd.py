@@ -161,7 +161,8 @@ def rollout(
     # The boards planning observed just ran its probe through sudo -n: not asked again.
     inv = fleet.inventory
     observed = [b for b, facts in planned.observed.items() if facts is not None]
-    check_become(inv, [inv.server.name, *(b.name for b in planned.boards)], proven=observed)
+    servers = [s.name for s in inv.servers_for(planned.boards)]  # each board's own server
+    check_become(inv, [*servers, *(b.name for b in planned.boards)], proven=observed)
     _confirm(yes, f"roll {planned.plan.to_version} out to {len(planned.plan.boards)} boards?")
     with fleet.locked(_command_line(), break_lock=break_lock):
         outcome = runner.run(
@@ -203,7 +204,8 @@ def rollback(
     boards = fleet.inventory.resolve(targets)
     fleet.refuse_if_locked(break_lock=break_lock)
     versions = runner.rollback_versions(fleet, boards, to)
-    check_become(fleet.inventory, [fleet.inventory.server.name, *versions])
+    servers = [s.name for s in fleet.inventory.servers_for(boards)]
+    check_become(fleet.inventory, [*servers, *versions])
     _confirm(yes, "roll back " + ", ".join(f"{b} to {v}" for b, v in versions.items()) + "?")
     with fleet.locked(_command_line(), break_lock=break_lock):
         results = runner.rollback(fleet, boards, to, app.out.info, become_checked=True)

@@ -25,6 +25,7 @@ class BoardStatus:
     phase: str
     drift: str  # "" when in line, else what differs
     error: str = ""
+    server: str = ""  # the NFS server it mounts or boots from (netroot_nfs_server)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -61,6 +62,7 @@ def board_status(
                 phase=st.phase if st else "idle",
                 drift=_drift(should, facts),
                 error=error,
+                server=board.server,
             )
         )
     return rows
