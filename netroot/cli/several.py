@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from netroot.cli.context import AppContext
-from netroot.errors import Exit, NetrootError, worst
+from netroot.errors import Exit, NetrootError
 from netroot.inventory import Inventory, NfsServer
 
 
@@ -25,12 +25,13 @@ def servers_for_image(inv: Inventory, name: str) -> list[NfsServer]:
 def _fail_if_any(failed: dict[str, NetrootError], what: str) -> None:
     if not failed:
         return
+    from netroot.export.fanout import exit_code
+
     reasons = "; ".join(f"{n}: {e.message}" for n, e in failed.items())
-    code = worst(e.code for e in failed.values())
     raise NetrootError(
         f"{what} failed on {', '.join(failed)}: {reasons}",
         "the other servers are done; run the command again once those are back",
-        code if code != Exit.OK else Exit.FAILED,
+        exit_code(failed.values()),
     )
 
 
