@@ -150,7 +150,7 @@ def rollout(
         if not dry_run:
             app.out.info("nothing to do: every board already runs this version, smoked green")
             with fleet.locked(_command_line(), break_lock=break_lock):
-                released = runner.release_if_green(fleet, planned, name)
+                released = runner.release_if_green(fleet, planned, name, log=app.out.info)
             if released:
                 app.out.info(f"{name}: current -> {planned.plan.to_version}")
         if as_json:

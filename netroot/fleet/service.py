@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -135,19 +135,37 @@ class Fleet:
             for v, found in self.root_of(server).has_versions(image, wanted).items()
         }
 
-    def release(self, image: str, version: str, servers: Iterable[str], command: str) -> bool:
+    def release(
+        self, image: str, version: str, servers: Iterable[str], command: str,
+        log: Callable[[str], None] = lambda _m: None,
+    ) -> bool:  # fmt: skip
         """Move `current` to `version` on every server, if every one holds it (call with the
-        writer's lock held: another server's root is locked only while its pointer moves)."""
-        roots = [self.root_of(s) for s in dict.fromkeys(servers)]
-        if not all(r.has_versions(image, [version])[version] for r in roots):
-            return False
-        for root in {r.where: r for r in roots}.values():
-            if root.where == self.store.where:
-                root.switch_current(image, version)
-                continue
-            with root.locked(f"{command} (releasing {image} {version})", break_lock=False):
-                root.switch_current(image, version)
-        return True
+        writer's lock held: another server's root is locked only while its pointer moves).
+
+        A server that cannot be reached is not released (False, and why in `log`); the next
+        run releases it, the servers already moved staying as they are.
+        """
+        roots = {s: self.root_of(s) for s in dict.fromkeys(servers)}
+        moved = True
+        for server, root in roots.items():
+            try:
+                if not root.has_versions(image, [version])[version]:
+                    log(f"{server}: has no {image} {version}: current not moved")
+                    return False
+            except NetrootError as exc:
+                log(f"{server}: {exc.message}: current not moved there (run it again)")
+                return False
+        for server, root in {r.where: (s, r) for s, r in roots.items()}.values():
+            try:
+                if root.where == self.store.where:
+                    root.switch_current(image, version)
+                    continue
+                with root.locked(f"{command} (releasing {image} {version})", break_lock=False):
+                    root.switch_current(image, version)
+            except NetrootError as exc:
+                log(f"{server}: {exc.message}: current not moved there (run it again)")
+                moved = False
+        return moved
 
     def protected(self, image: str) -> set[str]:
         """Versions of `image` that prune must keep (reads the state; never locks)."""

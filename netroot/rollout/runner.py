@@ -125,13 +125,14 @@ def run(
     if down:
         target = PastDownServers(target, fleet.inventory, down)
     result = run_rollout(planned.plan, state, target, source, log=log, name=name)
-    released = not result.stopped and release_if_green(fleet, planned, name, result.results)
+    released = not result.stopped and release_if_green(fleet, planned, name, result.results, log)
     return RolloutOutcome(result, released)
 
 
 def release_if_green(
-    fleet: Fleet, planned: PlannedRollout, name: str, results: Sequence[BoardResult] = ()
-) -> bool:
+    fleet: Fleet, planned: PlannedRollout, name: str, results: Sequence[BoardResult] = (),
+    log: Log = lambda _m: None,
+) -> bool:  # fmt: skip
     """Move `current` to the rollout's version when every targeted board runs it green.
 
     Also what a rerun with nothing left to switch does (a controller that died after the
@@ -142,7 +143,7 @@ def release_if_green(
     if not service.rollout_green([*results, *_unchanged_ok(planned.plan, state)], targeted):
         return False
     servers = [s.name for s in fleet.inventory.servers_for(planned.boards)]
-    return fleet.release(name, planned.plan.to_version, servers, f"netroot rollout {name}")
+    return fleet.release(name, planned.plan.to_version, servers, f"netroot rollout {name}", log)
 
 
 def _unchanged_ok(plan: Plan, state: Any) -> list[BoardResult]:
