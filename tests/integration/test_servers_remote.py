@@ -32,8 +32,7 @@ from netroot.remote.lock import LOCK_NAME
 from netroot.rollout import runner
 from netroot.rollout.plan import Count
 from tests.integration.provision_hosts import NEEDS_HOSTS, NetnsHost, netns_host, write_inventory
-from tests.unit.core.fleetkit import FakeBoards
-from tests.unit.export.tarbuild import Spec, write_tar
+from tests.unit.core.fleetkit import FakeBoards, current_link, rollout, stamped_image
 
 pytestmark = [
     *NEEDS_HOSTS,
@@ -104,14 +103,10 @@ class Site:
         return fleet
 
     def current(self, server: str) -> str | None:
-        try:
-            return Path(os.readlink(self.roots[server] / "raspbian" / "current")).name
-        except OSError:
-            return None
+        return current_link(self.roots[server])
 
     def image(self, tag: str) -> str:
-        specs = [Spec("etc", "d", mode=0o755), Spec("etc/netroot-stamp", data=tag.encode())]
-        return str(write_tar(self.tmp / f"{tag}.tar", specs))
+        return stamped_image(self.tmp, tag)
 
 
 @pytest.fixture
@@ -130,17 +125,8 @@ def site(hosts: dict[str, NetnsHost], tmp_path: Path) -> Iterator[Site]:
 def _rollout(
     fleet: Fleet, boards: FakeBoards, source: str, max_fail: str = "0", log: list[str] | None = None
 ) -> runner.RolloutOutcome:
-    info, apply = open_source(source)
-    say = log.append if log is not None else lambda _m: None
-    planned = runner.plan_rollout(
-        fleet, fleet.inventory.resolve(["boards"]), info, "raspbian", 1, Count(2, False),
-        Count.parse(max_fail, "--max-fail"), 0.0, say, observe=boards.observe,
-    )  # fmt: skip
-    with fleet.locked("netroot rollout test"):
-        return runner.run(
-            fleet, planned, source, info, apply, "raspbian", "skip", None, say,
-            engine_fleet=boards,
-        )  # fmt: skip
+    out: runner.RolloutOutcome = rollout(fleet, boards, source, batch=2, max_fail=max_fail, log=log)
+    return out
 
 
 def test_a_rollout_goes_to_each_boards_own_server_and_releases_on_both(

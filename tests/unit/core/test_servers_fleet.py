@@ -25,9 +25,7 @@ from netroot.fleet.service import Fleet
 from netroot.inventory import Inventory, parse
 from netroot.remote import lock
 from netroot.rollout import runner
-from netroot.rollout.plan import Count
-from tests.unit.core.fleetkit import FakeBoards
-from tests.unit.export.tarbuild import Spec, write_tar
+from tests.unit.core.fleetkit import FakeBoards, rollout, stamped_image
 
 BOARDS = {"pi-01": "nfs-01", "pi-02": "nfs-01", "pi-03": "nfs-02", "pi-04": "nfs-02"}
 
@@ -47,8 +45,7 @@ def two_servers(tmp: Path, roots: dict[str, Path]) -> Inventory:
 
 
 def _image(tmp: Path, tag: str) -> str:
-    specs = [Spec("etc", "d", mode=0o755), Spec("etc/netroot-stamp", data=tag.encode())]
-    return str(write_tar(tmp / f"{tag}.tar", specs))
+    return stamped_image(tmp, tag)
 
 
 @contextlib.contextmanager
@@ -81,17 +78,10 @@ def site(tmp_path: Path) -> dict[str, Any]:
 
 
 def _rollout(site: dict[str, Any], source: str, max_fail: str = "0") -> runner.RolloutOutcome:
-    fleet: Fleet = site["fleet"]
-    info, apply = open_source(source)
-    planned = runner.plan_rollout(
-        fleet, fleet.inventory.resolve(["boards"]), info, "raspbian", 1, Count(2, False),
-        Count.parse(max_fail, "--max-fail"), 0.0, lambda _m: None, observe=site["boards"].observe,
-    )  # fmt: skip
-    with lock.held(fleet.root, "netroot rollout test"):
-        return runner.run(
-            fleet, planned, source, info, apply, "raspbian", "skip", None, lambda _m: None,
-            engine_fleet=site["boards"],
-        )  # fmt: skip
+    out: runner.RolloutOutcome = rollout(
+        site["fleet"], site["boards"], source, batch=2, max_fail=max_fail
+    )
+    return out
 
 
 def test_fleet_home_holds_the_state_each_server_its_versions(site: dict[str, Any]) -> None:
