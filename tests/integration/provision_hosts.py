@@ -69,6 +69,11 @@ NEEDS_HOSTS = [
     pytest.mark.integration,
     pytest.mark.skipif(bool(available()), reason=available() or "ok"),
 ]
+# A remote export root: the hosts, and rsync on this control host.
+NEEDS_RSYNC = [
+    *NEEDS_HOSTS,
+    pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync is not installed"),
+]
 
 
 def _sh(*argv: str) -> None:

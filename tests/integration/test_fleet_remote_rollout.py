@@ -8,7 +8,6 @@ other resumes it from the state kept on the server.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -16,18 +15,15 @@ from pathlib import Path
 import pytest
 
 from netroot.fleet.outcome import Outcome, Result
-from netroot.fleet.remote import RemoteRoot, open_fleet
+from netroot.fleet.remote import RemoteRoot
 from netroot.fleet.service import Fleet
-from netroot.inventory import load
 from netroot.remote.fleet import STATE_NAME
 from netroot.rollout import runner
-from tests.integration.provision_hosts import NEEDS_HOSTS, NetnsHost, netns_host, write_inventory
-from tests.unit.core.fleetkit import FakeBoards, current_link, rollout, stamped_image
+from tests.integration.provision_hosts import NEEDS_RSYNC, NetnsHost, netns_host
+from tests.unit.core import fleetkit as kit
+from tests.unit.core.fleetkit import FakeBoards
 
-pytestmark = [
-    *NEEDS_HOSTS,
-    pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync is not installed"),
-]
+pytestmark = NEEDS_RSYNC
 BOARDS = ["pi-01", "pi-02", "pi-03"]
 
 
@@ -64,19 +60,16 @@ class Site:
 
     def control(self, name: str, monkeypatch: pytest.MonkeyPatch) -> Fleet:
         """A control host's fleet (its own inventory copy and export mirror)."""
-        work = self.tmp / name
-        work.mkdir(exist_ok=True)
-        monkeypatch.setenv("NETROOT_CACHE", str(work / "cache"))
-        fleet = open_fleet(load(write_inventory(work / "inventory.yml", self.data)))
+        fleet: Fleet = kit.open_control(self.tmp, name, self.data, monkeypatch)
         assert isinstance(fleet.store, RemoteRoot)
         self.opened.append(fleet)
         return fleet
 
     def current(self) -> str | None:
-        return current_link(self.root)
+        return kit.current_link(self.root)
 
     def image(self, tag: str) -> str:
-        return stamped_image(self.tmp, tag)
+        return kit.stamped_image(self.tmp, tag)
 
 
 @pytest.fixture
@@ -89,7 +82,7 @@ def site(host: NetnsHost, tmp_path: Path) -> Iterator[Site]:
 
 
 def _rollout(fleet: Fleet, boards: FakeBoards, source: str) -> runner.RolloutOutcome:
-    out: runner.RolloutOutcome = rollout(fleet, boards, source)
+    out: runner.RolloutOutcome = kit.rollout(fleet, boards, source)
     return out
 
 

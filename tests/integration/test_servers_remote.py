@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -24,20 +23,17 @@ import pytest
 
 from netroot.cli.source import open_source
 from netroot.fleet.outcome import Outcome, Result
-from netroot.fleet.remote import RemoteRoot, open_fleet
+from netroot.fleet.remote import RemoteRoot
 from netroot.fleet.service import Fleet
-from netroot.inventory import load
 from netroot.remote.fleet import STATE_NAME
 from netroot.remote.lock import LOCK_NAME
 from netroot.rollout import runner
 from netroot.rollout.plan import Count
-from tests.integration.provision_hosts import NEEDS_HOSTS, NetnsHost, netns_host, write_inventory
-from tests.unit.core.fleetkit import FakeBoards, current_link, rollout, stamped_image
+from tests.integration.provision_hosts import NEEDS_RSYNC, NetnsHost, netns_host
+from tests.unit.core import fleetkit as kit
+from tests.unit.core.fleetkit import FakeBoards
 
-pytestmark = [
-    *NEEDS_HOSTS,
-    pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync is not installed"),
-]
+pytestmark = NEEDS_RSYNC
 BOARDS = {"pi-01": "nfs-01", "pi-02": "nfs-01", "pi-03": "nfs-02", "pi-04": "nfs-02"}
 
 
@@ -95,18 +91,15 @@ class Site:
         self.opened: list[Fleet] = []
 
     def control(self, name: str, monkeypatch: pytest.MonkeyPatch) -> Fleet:
-        work = self.tmp / name
-        work.mkdir(exist_ok=True)
-        monkeypatch.setenv("NETROOT_CACHE", str(work / "cache"))
-        fleet = open_fleet(load(write_inventory(work / "inventory.yml", self.data)))
+        fleet: Fleet = kit.open_control(self.tmp, name, self.data, monkeypatch)
         self.opened.append(fleet)
         return fleet
 
     def current(self, server: str) -> str | None:
-        return current_link(self.roots[server])
+        return kit.current_link(self.roots[server])
 
     def image(self, tag: str) -> str:
-        return stamped_image(self.tmp, tag)
+        return kit.stamped_image(self.tmp, tag)
 
 
 @pytest.fixture
@@ -125,7 +118,9 @@ def site(hosts: dict[str, NetnsHost], tmp_path: Path) -> Iterator[Site]:
 def _rollout(
     fleet: Fleet, boards: FakeBoards, source: str, max_fail: str = "0", log: list[str] | None = None
 ) -> runner.RolloutOutcome:
-    out: runner.RolloutOutcome = rollout(fleet, boards, source, batch=2, max_fail=max_fail, log=log)
+    out: runner.RolloutOutcome = kit.rollout(
+        fleet, boards, source, batch=2, max_fail=max_fail, log=log
+    )
     return out
 
 

@@ -132,3 +132,18 @@ def rollout(
             fleet, planned, source, info, apply, "raspbian", "skip", None, say,
             engine_fleet=boards,
         )  # fmt: skip
+
+
+def open_control(tmp: Path, name: str, data: Mapping[str, Any], monkeypatch: Any) -> Any:
+    """A control host's fleet: its own copy of the inventory `data` and its own export mirror."""
+    import yaml
+
+    from netroot.fleet.remote import open_fleet
+    from netroot.inventory import load
+
+    work = tmp / name
+    work.mkdir(exist_ok=True)
+    monkeypatch.setenv("NETROOT_CACHE", str(work / "cache"))
+    # Inventory order kept: the first server is the fleet home.
+    (work / "inventory.yml").write_text(yaml.safe_dump(dict(data), sort_keys=False))
+    return open_fleet(load(work / "inventory.yml"))
