@@ -20,7 +20,7 @@ from netroot.fleet import service
 from netroot.fleet.service import Fleet
 from netroot.inventory import Board
 from netroot.rollout.engine import BoardResult, RolloutResult, run_rollback, run_rollout
-from netroot.rollout.plan import Count, Pacing, Plan, make_plan
+from netroot.rollout.plan import Count, Pacing, Plan, defer, make_plan
 
 Log = Callable[[str], None]
 Observe = Callable[[list[Board]], Mapping[str, Any]]  # board -> BoardFacts, None: unreachable
@@ -122,9 +122,11 @@ def run(
         fleet.inventory, qpu_mode=qpu, checks_dir=checks, log=log, become_checked=become_checked
     )
     down = {s: f"the export to it failed: {e.message}" for s, e in exported.failed.items()}
+    plan = planned.plan
     if down:
         target = PastDownServers(target, fleet.inventory, down)
-    result = run_rollout(planned.plan, state, target, source, log=log, name=name)
+        plan = defer(plan, [b.name for b in planned.boards if b.server in down])
+    result = run_rollout(plan, state, target, source, log=log, name=name)
     released = not result.stopped and release_if_green(fleet, planned, name, result.results, log)
     return RolloutOutcome(result, released)
 
