@@ -114,14 +114,27 @@ class Fleet:
         """The image's release pointer `current` on a server (default: the fleet home)."""
         return (self.root_of(server) if server else self.store).current(image)
 
-    def desired(self, boards: Iterable[Board], state: State) -> dict[str, Desired]:
-        """Each board's version; a never-assigned board follows its own server's `current`."""
+    def desired(
+        self, boards: Iterable[Board], state: State, down: dict[str, str] | None = None
+    ) -> dict[str, Desired]:
+        """Each board's version; a never-assigned board follows its own server's `current`.
+
+        down: given, a server whose `current` cannot be read is recorded there (server ->
+        why) and its boards are decided without it, instead of failing the whole call.
+        """
         assigned = {n: b.assigned for n, b in state.boards.items()}
         listed = list(boards)
         out: dict[str, Desired] = {}
         for server in dict.fromkeys(b.server for b in listed):
             mine = [b for b in listed if b.server == server]
-            out |= desired_all(mine, assigned, functools.partial(self.current_of, server=server))
+            current = functools.partial(self.current_of, server=server)
+            try:
+                out |= desired_all(mine, assigned, current)
+            except NetrootError as exc:
+                if down is None or not server:
+                    raise
+                down[server] = exc.message
+                out |= desired_all(mine, assigned, lambda _image: None)
         return {b.name: out[b.name] for b in listed}
 
     def has_versions(self, boards: Iterable[Board], versions: Iterable[str]) -> dict[str, bool]:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from netroot.cli.source import open_source
-from netroot.errors import Exit, UsageError
+from netroot.errors import Exit, NetrootError, UsageError
 from netroot.export import service as export_service
 from netroot.export.fanout import Options, export_all
 from netroot.export.manifest import Layout
@@ -173,3 +173,32 @@ def test_two_servers_sharing_one_root_export_once(tmp_path: Path) -> None:
     out = export_all(list(inv.servers.values()), info, apply, "raspbian")
     assert out.done["nfs-01"] is out.done["nfs-02"]
     assert len(export_service.list_versions(Layout(shared, "raspbian"))) == 1
+
+
+class _Unreadable:
+    """A server's root that cannot be reached (its SSH session fails)."""
+
+    where = "nfs-02:/srv/netroot"
+
+    def current(self, image: str) -> str | None:
+        raise NetrootError(
+            "nfs-02: ssh root@10.77.0.3:22 failed: Connection refused", "", Exit.UNREACHABLE
+        )
+
+
+def test_status_names_a_server_that_cannot_be_read(site: dict[str, Any]) -> None:
+    from netroot.fleet.status import board_status
+
+    fleet: Fleet = site["fleet"]
+    broken = Fleet(fleet.inventory, roots={"nfs-02": _Unreadable()})  # type: ignore[dict-item]
+    boards = fleet.inventory.resolve(["boards"])
+    with pytest.raises(NetrootError):
+        broken.desired(boards, broken.load())
+    down: dict[str, str] = {}
+    wanted = broken.desired(boards, broken.load(), down)
+    assert list(down) == ["nfs-02"] and wanted["pi-01"].version == site["a"]
+    observed = {b.name: (None, "unreachable") for b in boards}
+    rows = {r.board: r for r in board_status(boards, broken.load(), observed, wanted, down)}
+    assert rows["pi-03"].server == "nfs-02"
+    assert rows["pi-03"].drift.startswith("its NFS server nfs-02 cannot be read: ")
+    assert rows["pi-01"].drift == "unknown (unreachable)"
