@@ -29,7 +29,13 @@ from netroot.remote.fleet import STATE_NAME
 from netroot.remote.lock import LOCK_NAME
 from netroot.rollout import runner
 from netroot.rollout.plan import Count
-from tests.integration.provision_hosts import NEEDS_RSYNC, NetnsHost, netns_host
+from tests.integration.provision_hosts import (
+    NEEDS_RSYNC,
+    NetnsHost,
+    netns_host,
+    start_sshd,
+    stop_sshd,
+)
 from tests.unit.core import fleetkit as kit
 from tests.unit.core.fleetkit import FakeBoards
 
@@ -44,25 +50,6 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, NetnsH
             name: stack.enter_context(netns_host(tmp_path_factory.mktemp(name)))
             for name in ("nfs-01", "nfs-02")
         }
-
-
-def stop_sshd(host: NetnsHost) -> None:
-    """The server is down for netroot: its sshd and every session it serves are gone (each
-    process of this test's namespace that is an sshd, by pid), new connections refused."""
-    pids = subprocess.run(["ip", "netns", "pids", host.netns], capture_output=True, text=True)
-    for pid in (int(p) for p in pids.stdout.split()):
-        try:
-            if Path(f"/proc/{pid}/comm").read_text().strip() == "sshd":
-                os.kill(pid, 9)
-        except (FileNotFoundError, ProcessLookupError):
-            pass
-    host.exec("bash", "-c", f"while echo > /dev/tcp/{host.address}/22; do sleep 0.05; done")
-
-
-def start_sshd(host: NetnsHost) -> None:
-    cfg, log = host.workdir / "sshd_config", host.workdir / "sshd.log"
-    host.exec("/usr/sbin/sshd", "-f", str(cfg), "-E", str(log))
-    host.exec("bash", "-c", f"until echo > /dev/tcp/{host.address}/22; do sleep 0.05; done")
 
 
 class Site:
