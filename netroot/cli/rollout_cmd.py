@@ -21,7 +21,11 @@ ROLLOUT_HELP = (
     "the WHOLE rollout, not per batch; a board that cannot be reached counts as failed; a "
     "batch in which every board fails is judged by the same budget. Failed boards go back on "
     "their last good version. One writer at a time: a rollout, rollback or provision running "
-    "on the same export root (from any control host) makes this one exit 6 naming it."
+    "on the same export root (from any control host) makes this one exit 6 naming it.\n\n"
+    "Several NFS servers: the version goes to each targeted board's own server; a batch holds "
+    "at most netroot_server_reboot_batch boards of one server; the boards of a server that "
+    "cannot be reached count as unreachable against the budget (never the canary), the others "
+    "go on, and the same command run again once it is back finishes the job."
 )
 ROLLOUT_EPILOG = (
     "Exit codes: 0 every board on the new version and smoked green, 1 stopped (budget spent or "
