@@ -115,7 +115,7 @@ def run(
         raise exported.error()
     for server, why in exported.failed.items():
         log(f"{server}: the export failed ({why.message}): its boards count as failed")
-    if exported.version != planned.plan.to_version:
+    if exported.manifest.version != planned.plan.to_version:
         raise UsageError(f"{source} changed while planning", "run the rollout again")
     state.save()
     target = engine_fleet or AnsibleFleet(
