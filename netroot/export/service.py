@@ -5,7 +5,6 @@ from __future__ import annotations
 import ctypes
 import datetime as dt
 import errno
-import fcntl
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +22,7 @@ from netroot.export.manifest import (
     diff_entries,
     file_stats,
     tree_hash,
+    try_lock,
     version_id,
 )
 from netroot.export.manifest import (
@@ -85,15 +85,13 @@ def _prepare(layout: Layout) -> None:
 @contextmanager
 def locked(layout: Layout) -> Iterator[None]:
     """One writer per export name at a time (the lock dies with the process: kill -9 safe)."""
-    fd = os.open(layout.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = try_lock(layout)
+    if fd is None:
+        raise NetrootError(
+            f"another netroot process is exporting or pruning {layout.name!r}",
+            "wait for it to finish",
+        )
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise NetrootError(
-                f"another netroot process is exporting or pruning {layout.name!r}",
-                "wait for it to finish",
-            ) from None
         yield
     finally:
         os.close(fd)
