@@ -24,6 +24,7 @@ IO_MODULES = (
     "netroot.cli",  # the composition root: hands adapters to the rest
     # The virtual lab: its QEMU machines, their network, disks and images (its plans,
     # recipes, renderers and state file are checked like the rest).
+    "netroot.lab.artifacts",
     "netroot.lab.boards",
     "netroot.lab.builds",
     "netroot.lab.disk",
