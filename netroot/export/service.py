@@ -32,11 +32,11 @@ from netroot.export.manifest import (
     switch_current as switch_current,
 )
 from netroot.export.scan import scan
-from netroot.export.sources import SourceInfo
+from netroot.export.sources import SourceInfo, SourceRead
 from netroot.export.writer import Progress, Reuse, Writer, is_enospc
 from netroot.fsutil import atomic_write, fsync_dir
 
-Apply = Callable[[Writer], None]
+Apply = Callable[[Writer], SourceRead]  # writes the source; says how it was read
 
 
 @dataclass
@@ -236,7 +236,8 @@ def _build(
     progress: Progress | None,
 ) -> Manifest:
     writer = Writer(staging, reuse=reuse, progress=progress)
-    apply(writer)
+    read = apply(writer)
+    writer.origins.update(read.origins)
     if len(writer.expected) == 1:  # only the root: a board cannot run nothing
         raise UsageError(
             f"{info.ref}: the image holds no files (an empty tree)",
@@ -260,7 +261,7 @@ def _build(
     return Manifest(
         version=vid,
         name=layout.name,
-        source={"kind": info.kind, "ref": info.ref, "via": writer.via or "archive"},
+        source={"kind": info.kind, "ref": info.ref, "via": read.via},
         image_id=info.digest,
         repo_tags=info.repo_tags,
         created=info.created,

@@ -139,7 +139,7 @@ class RemoteRoot:
     def unwritable(self) -> str:
         return ""  # the session says why when a write fails
 
-    def export(self, info: Any, apply: Callable[[Any], None], name: str) -> Any:
+    def export(self, info: Any, apply: Callable[[Any], Any], name: str) -> Any:
         from netroot.export.remote import export_remote
 
         return export_remote(info, apply, self.server, name, switch=False).result.manifest

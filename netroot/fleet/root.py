@@ -42,7 +42,7 @@ class ExportRoot(Protocol):
         """Why the state cannot be written from here ("" when it can)."""
         ...
 
-    def export(self, info: Any, apply: Callable[[Any], None], name: str) -> Any:
+    def export(self, info: Any, apply: Callable[[Any], Any], name: str) -> Any:
         """Export a version without moving `current` (a rollout's); its Manifest."""
         ...
 
@@ -85,7 +85,7 @@ class LocalRoot:
     def unwritable(self) -> str:
         return "" if self.path.is_dir() else f"the export root {self.path} is not on this host"
 
-    def export(self, info: Any, apply: Callable[[Any], None], name: str) -> Any:
+    def export(self, info: Any, apply: Callable[[Any], Any], name: str) -> Any:
         from netroot.export import service
 
         return service.export(info, apply, self.path, name, switch=False).manifest

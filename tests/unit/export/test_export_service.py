@@ -129,7 +129,7 @@ def test_failure_leaves_current_and_cleans_staging(tmp_path: Path) -> None:
     archive = write_tar(tmp_path / "v2.tar", [*ROOTFS, Spec("new", data=b"n")])
     info = sources.inspect_archive(archive)
 
-    def boom(w: Writer) -> None:
+    def boom(w: Writer) -> sources.SourceRead:
         sources.apply_archive(info, w)
         raise OSError(28, "No space left on device")
 
