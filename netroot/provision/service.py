@@ -102,12 +102,13 @@ def provision(
 ) -> ProvisionResult:
     """Provision `targets` (host or group names, or all_hosts); `versions` pins boards.
 
-    options: the plan's (plan.PlanOptions, forwarded to plan.build). versions: board name -> version id, for this run only (extra vars win over the inventory's
-    netroot_version); unlisted boards run their pinned netroot_version, else the image's
-    `current`. server_configured: skip configuring the server (boards.yml; the rollout's
-    later batches). become_checked: the caller already ran `check_become` on every host of
-    the run (a rollout checks them all before it starts). Returns the summary; host failures
-    are results, not exceptions.
+    options: the plan's (plan.PlanOptions, forwarded to plan.build). versions: board name ->
+    version id, for this run only (extra vars win over the inventory's netroot_version);
+    unlisted boards run their pinned netroot_version, else the image's `current`.
+    server_configured: skip configuring the server (boards.yml; the rollout's later batches).
+    become_checked: the caller already ran `check_become` on every host of the run (a rollout
+    checks them all before it starts). Returns the summary; host failures are results, not
+    exceptions.
     """
     plan = build(inventory, targets, **options)
     preflight(plan, inventory)
