@@ -89,7 +89,7 @@ def run(
     planned: PlannedRollout,
     source: str,
     info: SourceInfo,
-    apply: Callable[[Any], None],
+    apply: Callable[[Any], Any],
     name: str,
     qpu: str,
     checks: Path | None,
