@@ -5,14 +5,12 @@ done, a rollout's dry run paces its batches per server."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
-from tests.unit.core.fleetkit import current_link, stamped_image
+from tests.unit.core.fleetkit import current_link, netroot_cli, stamped_image
 
 
 def _setup(tmp_path: Path, batch: int = 10) -> tuple[Path, dict[str, Path]]:
@@ -35,11 +33,8 @@ def _setup(tmp_path: Path, batch: int = 10) -> tuple[Path, dict[str, Path]]:
 
 
 def _netroot(inv: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "netroot", "-i", str(inv), *args],
-        capture_output=True, text=True, env=env, timeout=300, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    done: subprocess.CompletedProcess[str] = netroot_cli(inv, *args)
+    return done
 
 
 def test_export_and_versions_on_two_servers(tmp_path: Path) -> None:
