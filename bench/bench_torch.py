@@ -8,12 +8,13 @@ scratch export root, against `docker export | tar -xp` of the same image in the 
 baseline), then the image plus one small layer (the re-export, against the cold export).
 
 --board needs `netroot lab up --arch arm64`; --deploy first rolls the torch image out to the
-board (`netroot rollout`, --qpu skip). Measured on the board, inside its chroot: `import torch`
-from the NFS root cold (the board's page cache dropped first) and warm, against the same
-interpreter starting without torch (the baseline: ratios carry over to a real 3B, seconds under
-QEMU TCG do not); the board's memory (MemTotal, MemAvailable) and the process's peak RSS
-before and after `import torch` and after one netroot operator (EMULATED: the lab has no
-VideoCore IV), against a bare interpreter's RSS. Prints JSON.
+board (`netroot rollout`, --qpu skip). Measured on the board, inside its chroot, each as a whole
+`python3 -c` process timed by a parent python: `import torch` from the NFS root cold (the
+board's page cache dropped first) and warm, against `import numpy` from the same root cold and
+warm and a bare interpreter (the baselines: ratios carry over to a real 3B, seconds under QEMU
+TCG do not); the board's memory (MemTotal, MemAvailable) before and after `import torch` and
+after one netroot operator (EMULATED: the lab has no VideoCore IV), and each process's peak RSS
+against a bare interpreter's. Prints JSON.
 
 Figures measured: README, "PyTorch on the QPU" (what it costs).
 """
@@ -42,9 +43,12 @@ from netroot.sshtarget import target_for
 
 TORCH_IMAGE = "netroot-lab/raspbian-torch:bookworm"
 LAYER_IMAGE = "netroot-bench/raspbian-torch:one-layer"
+# A parent python times the whole child process (start, import, exit) and reads its peak RSS.
 TIMED = """
-import time, resource; t = time.monotonic(); {what}
-print(time.monotonic() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+import resource, subprocess, time
+t = time.monotonic()
+subprocess.run(["/usr/bin/python3", "-c", {what!r}], check=True)
+print(time.monotonic() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
 """
 MEMORY = """
 import json, resource
@@ -75,36 +79,43 @@ def _python(session: Session, board: Any, code: str) -> list[str]:
 
 
 def board_figures(board_name: str, runs: int) -> dict[str, Any]:
-    """Cold and warm `import torch` against a bare interpreter start; memory."""
+    """Cold and warm `import torch` against `import numpy` and a bare interpreter; memory."""
     board = load(paths.lab_inventory()).resolve([board_name])[0]
-    bare: list[float] = []
-    cold: list[float] = []
-    warm: list[float] = []
+    seconds: dict[str, list[float]] = {}
+    rss: dict[str, int] = {}
+
+    def measure(key: str, code: str, cold: bool) -> None:
+        if cold:
+            session.run_privileged("sync; echo 3 > /proc/sys/vm/drop_caches", timeout=120)
+        took, peak = _python(session, board, TIMED.format(what=code))
+        seconds.setdefault(key, []).append(float(took))
+        rss[key.split("_")[0]] = int(peak)
+
     with Session(target_for(board.host)) as session:
         for _ in range(runs):
-            seconds, bare_rss = _python(session, board, TIMED.format(what="pass"))
-            bare.append(float(seconds))
-            session.run_privileged("sync; echo 3 > /proc/sys/vm/drop_caches", timeout=120)
-            cold.append(float(_python(session, board, TIMED.format(what="import torch"))[0]))
-            warm.append(float(_python(session, board, TIMED.format(what="import torch"))[0]))
+            measure("bare_warm", "pass", False)
+            measure("numpy_cold", "import numpy", True)
+            measure("numpy_warm", "import numpy", False)
+            measure("torch_cold", "import torch", True)
+            measure("torch_warm", "import torch", False)
         res = session.run_privileged(
             in_version(board, torch_command("emulate", MEMORY)), timeout=600
         )
         if res.rc != 0:
             raise SystemExit(f"memory probe: rc {res.rc}: {res.stderr.decode()[-1000:]}")
         memory = json.loads(res.stdout.decode().strip().splitlines()[-1])
-    base = statistics.median(bare) or 1e-9
-    rss = memory["peak_rss_mib_after_operator"]
+    median = {k: statistics.median(v) for k, v in seconds.items()}
     return {
         "board": board_name,
         "runs": runs,
-        "interpreter_baseline_s": round(base, 3),
-        "import_cold_s": [round(x, 2) for x in cold],
-        "import_warm_s": [round(x, 2) for x in warm],
-        "import_cold_ratio": round(statistics.median(cold) / base, 1),
-        "import_warm_ratio": round(statistics.median(warm) / base, 1),
-        "bare_interpreter_rss_mib": int(bare_rss),
-        "rss_after_operator_vs_bare": round(rss / max(int(bare_rss), 1), 1),
+        "seconds": {k: [round(x, 2) for x in v] for k, v in seconds.items()},
+        "torch_cold_vs_numpy_cold": round(median["torch_cold"] / median["numpy_cold"], 1),
+        "torch_warm_vs_numpy_warm": round(median["torch_warm"] / median["numpy_warm"], 1),
+        "torch_warm_vs_bare": round(median["torch_warm"] / median["bare_warm"], 1),
+        "torch_cold_vs_warm": round(median["torch_cold"] / median["torch_warm"], 2),
+        "peak_rss_mib": rss,
+        "torch_rss_vs_bare": round(rss["torch"] / max(rss["bare"], 1), 1),
+        "torch_rss_vs_numpy": round(rss["torch"] / max(rss["numpy"], 1), 1),
         "memory_mib": memory,
         "left_of_memtotal_after_operator": round(
             memory["after_operator"]["MemAvailable"] / memory["after_operator"]["MemTotal"], 2
