@@ -16,7 +16,14 @@ TCG do not); the board's memory (MemTotal, MemAvailable) before and after `impor
 after one netroot operator (EMULATED: the lab has no VideoCore IV), and each process's peak RSS
 against a bare interpreter's. Prints JSON.
 
-Figures measured: README, "PyTorch on the QPU" (what it costs).
+Measured 2026-12-05 (shared 2-core x86-64 host; README, "What torch costs", has the prose):
+- --export, three runs: image 1147 MB, 23 596 entries; cold export / tar pipe 1.20, 1.97, 0.82
+  wall (2.04, 1.74, 1.72 CPU); one-layer re-export / cold export 0.26, 0.27, 0.34 wall (read
+  via layer-dirs, 19 595 files reused); no-op export 1.08, 0.48 s; disk two versions / one 1.04.
+- --board pi-01 --deploy --runs 2 (arm64 lab, -m 896, MemTotal 851 MiB): rollout 113 s;
+  import torch 35.3 s cold, 28.8 s warm (medians) = 11.6x / 13.0x import numpy cold / warm,
+  113x a bare interpreter, cold 1.23x warm; peak RSS torch 230 MiB = 8.2x numpy, 26x bare;
+  MemAvailable 627 MiB before and after import and after one operator (correct, EMULATED).
 """
 
 from __future__ import annotations
