@@ -1,36 +1,53 @@
 """How fast the QPU emulator runs the smoke kernels (the `--qpu emulate` cost on a board).
 
-Prints JSON: milliseconds per run (median of N) for the 12-QPU vector add, the 1-QPU vector
-add and the 12-QPU multiply-add loop (2 iterations, as emulate mode runs it), and each as a
+Prints JSON: milliseconds per run (the fastest of N: the machine is shared, and the
+least-disturbed run is the one that compares) for the 12-QPU vector add, the 1-QPU vector add
+and the 12-QPU multiply-add loop (2 iterations, as emulate mode runs it), and for the torch
+operators' kernels on random float32 data as S13 runs them (elementwise fadd and fmul of 48
+vectors, a 24 x 160 matvec, through opsrun.QpuOps on the FAKE board), each as a
 ratio to a baseline measured in the same run (16-lane tuple additions done in plain Python,
 the emulator's unit of work), so runs on different machines compare. The board's armhf python
 under QEMU TCG is roughly 50x slower than native; multiply the native figures accordingly.
 
 Run: .venv/bin/python bench/bench_qpu_emulator.py [--runs N]
+
+Measured 2026-12-05 (2-core x86-64, shared; --runs 31, ratios to the baseline, each pair in
+one session): exact round-toward-zero per lane in C maps (70cdd13) -> the same arithmetic on all
+16 lanes as one int (emu_decode's SWAR paths) -> round to nearest (before d242664, not the
+QPU's arithmetic, for scale only):
+  madd loop, 12 QPUs      5.49 / 5.57 -> 4.04 / 3.96 -> 3.57
+  ew_fadd, 48 vectors     2.07 / 2.05 -> 1.81 / 1.81 -> 1.72
+  ew_fmul, 48 vectors     1.97 / 1.90 -> 1.78 / 1.80 -> 1.71
+  matvec 24 x 160        10.48 / 10.14 -> 8.58 / 8.55 -> 8.05
+The exact arithmetic now costs about 10% over rounding to nearest instead of about 55%; the
+operators' kernels spend most of their time in the emulator's instruction dispatch, not in
+float arithmetic.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import struct
 import time
 from collections.abc import Callable
 
-from netroot.qpu import asm, kernels, layout
+from netroot.qpu import asm, kernels, layout, opkernels, opsrun
 from netroot.qpu.emulator import Machine, Memory
+from netroot.qpu.fake import FakeBoard
 from netroot.qpu.smoke_exec import vector_inputs
 
 PHYS = 0x1E000000
 
 
-def _median_ms(fn: Callable[[], object], runs: int) -> float:
-    times = []
+def _best_ms(fn: Callable[[], object], runs: int) -> float:
+    best = float("inf")
     for _ in range(runs):
         start = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2] * 1000
+        best = min(best, time.perf_counter() - start)
+    return best * 1000
 
 
 def _rig() -> tuple[Machine, bytearray, int]:
@@ -65,6 +82,26 @@ def _launcher(kernel: str, n: int) -> Callable[[], object]:
     return launch
 
 
+def _random_floats(count: int, seed: int) -> bytes:
+    # Magnitudes over a few binades, both signs, as torchcheck's inputs: every lane rounds.
+    rng = random.Random(seed)
+    values = [rng.uniform(-1, 1) * 2.0 ** rng.randint(-6, 6) for _ in range(count)]
+    return struct.pack(f"<{count}f", *values)
+
+
+def _op_launchers() -> dict[str, Callable[[], object]]:
+    words = {k.name: k.words for k in opkernels.op_kernels().values()}
+    ops = opsrun.QpuOps(FakeBoard("healthy"), words, True)
+    ops.open()
+    pairs = _random_floats(48 * 32, 1)
+    rows, weight = _random_floats(24 * 160, 2), _random_floats(160, 3)
+    return {
+        "ew_fadd_48_vectors": lambda: ops.elementwise("ew_fadd", pairs, 48),
+        "ew_fmul_48_vectors": lambda: ops.elementwise("ew_fmul", pairs, 48),
+        "matvec_24x160": lambda: ops.matvec(rows, weight, 24, 10),
+    }
+
+
 def _baseline() -> None:
     a, b = tuple(range(16)), tuple(range(16, 32))
     for _ in range(1000):
@@ -76,7 +113,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=21)
     runs = parser.parse_args().runs
-    base_ms = _median_ms(_baseline, runs)
+    base_ms = _best_ms(_baseline, runs)
     cases = {
         "vector_add_12_qpus": _launcher("vector_add", 12),
         "vector_add_1_qpu": _launcher("vector_add", 1),
@@ -85,13 +122,16 @@ def main() -> None:
     report: dict[str, object] = {"baseline_1000_lane_adds_ms": round(base_ms, 3), "runs": runs}
     for name, fn in cases.items():
         instructions = fn().instructions  # type: ignore[attr-defined]
-        ms = _median_ms(fn, runs)
+        ms = _best_ms(fn, runs)
         report[name] = {
             "ms": round(ms, 3),
             "instructions": instructions,
             "us_per_instruction": round(1000 * ms / instructions, 2),
             "ratio_to_baseline": round(ms / base_ms, 2),
         }
+    for name, fn in _op_launchers().items():
+        ms = _best_ms(fn, runs)
+        report[name] = {"ms": round(ms, 3), "ratio_to_baseline": round(ms / base_ms, 2)}
     print(json.dumps(report, indent=1))
 
 

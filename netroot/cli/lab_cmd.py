@@ -53,6 +53,12 @@ def up_cmd(
         help="nfs-01: ganesha (NFS-Ganesha in a container) or kernel (Linux's nfs-kernel-server "
         "in a Debian x86_64 VM of its own, reached over SSH as a sudo user).",
     ),
+    gpu_mem: int = typer.Option(
+        128,
+        "--gpu-mem",
+        help="The boards' gpu_mem in MiB, 32..944 (netroot_gpu_mem in the inventory, written "
+        "to their config.txt by provision); an arm64 board's RAM is 1024 MiB less it.",
+    ),
 ) -> None:
     """Build (once, cached) and start the lab; returns when every host is SSH-ready."""
     from netroot.lab import arch as arch_mod
@@ -72,6 +78,7 @@ def up_cmd(
         arch=arch_mod.by_name(arch),
         netboot=netboot,
         server_kind=server,
+        gpu_mem=gpu_mem,
     )
     app.out.info(f"inventory: {plan.lab_dir / 'inventory.yml'}")
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from netroot.errors import NetrootError
 from netroot.lab import monitor, network, supervise
-from netroot.lab.arch import DEFAULT, BoardArch
+from netroot.lab.arch import DEFAULT, LAB_GPU_MEM_MIB, BoardArch
 from netroot.lab.plan import BoardPlan
 from netroot.run import run
 
-MEMORY_MIB = DEFAULT.memory_mib  # diskless boards are armhf
+MEMORY_MIB = DEFAULT.memory_mib()  # diskless boards are armhf
 SNAPSHOT = "netroot-lab"  # the internal qcow2 snapshot holding a board's saved state
 QEMU_HINT = "install qemu-system-arm: apt-get install qemu-system-arm"
 
@@ -75,16 +75,22 @@ def machine_pairs(name: str, machine: str, cpu: str, memory_mib: int) -> list[tu
 
 
 def qemu_argv(
-    board: BoardPlan, files: BoardFiles, kernel: Path, initrd: Path, arch: BoardArch = DEFAULT
+    board: BoardPlan,
+    files: BoardFiles,
+    kernel: Path,
+    initrd: Path,
+    arch: BoardArch = DEFAULT,
+    gpu_mem: int = LAB_GPU_MEM_MIB,
 ) -> list[str]:
-    """The board's qemu command line (a `virt` machine with the arch's CPU).
+    """The board's qemu command line (a `virt` machine with the arch's CPU and the RAM its OS
+    sees with `gpu_mem` given to the GPU).
 
     No `-no-reboot`: a board that reboots (a changed config.txt) is reset by QEMU in the same
     process, so it comes back at the same address on the same disk, and its boot unit mounts its
     version again. A power-off still ends the process.
     """
     pairs = [
-        *machine_pairs(board.name, "virt", arch.cpu, arch.memory_mib),
+        *machine_pairs(board.name, "virt", arch.cpu, arch.memory_mib(gpu_mem)),
         ("-kernel", str(kernel)),
         ("-initrd", str(initrd)),
         ("-append", kernel_cmdline(board)),
@@ -130,14 +136,20 @@ def resumable(files: BoardFiles, print_: str) -> bool:
 
 
 def start(
-    board: BoardPlan, files: BoardFiles, kernel: Path, initrd: Path, arch: BoardArch = DEFAULT
+    board: BoardPlan,
+    files: BoardFiles,
+    kernel: Path,
+    initrd: Path,
+    arch: BoardArch = DEFAULT,
+    gpu_mem: int = LAB_GPU_MEM_MIB,
 ) -> bool:
-    """Start the board's qemu inside the lab namespace, resuming its saved state if it matches.
+    """Start the board's qemu inside the lab namespace, resuming its saved state if it matches
+    (the same machine: a saved state of another RAM size boots anew).
 
     Returns True if it resumed (seconds) rather than booted (a minute of emulated systemd).
     """
     files.pidfile.unlink(missing_ok=True)
-    argv = qemu_argv(board, files, kernel, initrd, arch)
+    argv = qemu_argv(board, files, kernel, initrd, arch, gpu_mem)
     print_ = fingerprint(argv, files.seed.read_bytes())
     resume = resumable(files, print_)
     files.snapshot_marker.unlink(missing_ok=True)  # a state is resumed at most once
@@ -145,6 +157,7 @@ def start(
         files.console.unlink(missing_ok=True)
     (files.dir / "fingerprint").write_text(print_ + "\n")
     (files.dir / "arch").write_text(arch.name + "\n")
+    (files.dir / "memory").write_text(f"{arch.memory_mib(gpu_mem)}\n")
     extra = ["-loadvm", SNAPSHOT] if resume else []
     run([*network.qemu_prefix(), *argv, *extra, "-daemonize"], hint=QEMU_HINT)
     pid = supervise.read_pidfile(files.pidfile)
@@ -159,6 +172,14 @@ def arch_of(files: BoardFiles) -> str:
         return (files.dir / "arch").read_text().strip()
     except FileNotFoundError:
         return "arm64"
+
+
+def memory_of(files: BoardFiles) -> int | None:
+    """The RAM (MiB) the board was last started with; None if not recorded."""
+    try:
+        return int((files.dir / "memory").read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return None
 
 
 def running_pid(files: BoardFiles, marker: str | None = None) -> int | None:

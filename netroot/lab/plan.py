@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from netroot.errors import UsageError
+from netroot.lab.arch import GPU_MEM_RANGE, LAB_GPU_MEM_MIB
 
 NETNS = "netroot-lab"
 BRIDGE = "nrbr0"
@@ -68,6 +69,7 @@ class LabPlan:
     prefixlen: int = SUBNET.prefixlen
     netboot: tuple[BoardPlan, ...] = ()  # the diskless boards
     server: str = DEFAULT_SERVER  # one of SERVER_KINDS
+    gpu_mem: int = LAB_GPU_MEM_MIB  # netroot_gpu_mem of every disk board (config.txt, RAM)
 
     @property
     def server_user(self) -> str:
@@ -136,8 +138,15 @@ def make_plan(
     arch: str = "armhf",
     netboot: int = 0,
     server: str = DEFAULT_SERVER,
+    gpu_mem: int = LAB_GPU_MEM_MIB,
 ) -> LabPlan:
     """The plan for `boards` boards and `netboot` diskless ones under `lab_dir`."""
+    low, high = GPU_MEM_RANGE
+    if not low <= gpu_mem <= high:
+        raise UsageError(
+            f"--gpu-mem {gpu_mem}: expected {low}..{high} MiB",
+            "gpu_mem=16 disables the 3D block; 128 is the Raspberry Pi default for a 3B",
+        )
     if server not in SERVER_KINDS:
         raise UsageError(f"--server {server}: unknown", f"use one of {', '.join(SERVER_KINDS)}")
     if netboot and server != "ganesha":
@@ -155,4 +164,5 @@ def make_plan(
         arch=arch,
         netboot=tuple(netboot_plan(i) for i in range(1, netboot + 1)),
         server=server,
+        gpu_mem=gpu_mem,
     )

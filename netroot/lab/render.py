@@ -55,6 +55,8 @@ def inventory(plan: LabPlan, power_cycle: Sequence[str] = ("false",)) -> dict[st
             # No VideoCore here, but the boot config is managed as on a real QPU board, so
             # that path (config.txt, reboot, back on its version) runs in the lab.
             "netroot_qpu_boot_config": True,
+            # What provision writes into config.txt; an arm64 board's RAM is 1024 MiB less it.
+            "netroot_gpu_mem": plan.gpu_mem,
             "netroot_mac": b.mac,
         }
         for b in plan.boards

@@ -112,6 +112,7 @@ def up(
     arch: BoardArch = arch_mod.DEFAULT,
     netboot: int = 0,
     server_kind: str = DEFAULT_SERVER,
+    gpu_mem: int = arch_mod.LAB_GPU_MEM_MIB,
 ) -> LabPlan:
     """Bring the lab to `boards_wanted` boards of `arch`, all SSH-ready; reuses what is up.
 
@@ -121,9 +122,21 @@ def up(
     boards join the inventory and the network powered off (see `_prepare_diskless`). nfs-01
     is `server_kind`: NFS-Ganesha in a container, or nfs-kernel-server in a VM of its own; a
     running lab whose server changes kind is saved and stopped first (`down`), then resumed.
+    `gpu_mem` goes into the inventory (provision writes it into each board's config.txt) and
+    sets an arm64 board's RAM (1024 MiB less it); a running board of another RAM size is
+    stopped and booted anew.
     """
-    check_environment()
     lab_dir = paths.lab_dir()
+    # Every option is checked before anything is stopped or started: bad input must leave a
+    # running lab as it is (the server-kind switch below takes a running lab down).
+    make_plan(boards_wanted, lab_dir, export_root, arch.name, netboot, server_kind, gpu_mem)
+    if netboot and arch.name != "armhf":
+        raise UsageError(f"--netboot with --arch {arch.name}", "diskless boards are armhf")
+    check_environment()
+    if netboot and not diskless.UBOOT.is_file():
+        raise EnvironmentMissing(
+            f"{diskless.UBOOT}: no U-Boot for the diskless boards", diskless.UBOOT_HINT
+        )
     was = str(state.load(lab_dir / "state.json").get("server") or DEFAULT_SERVER)
     if was != server_kind and server_kind in SERVER_KINDS and status().anything_running:
         # A board would keep its mounts of a server that is gone: stale NFS handles that its
@@ -133,13 +146,7 @@ def up(
     with _locked(lab_dir):
         previous = state.load(lab_dir / "state.json")
         root = export_root or Path(previous.get("export_root") or lab_dir / "export")
-        plan = make_plan(boards_wanted, lab_dir, root, arch.name, netboot, server_kind)
-        if netboot and arch.name != "armhf":
-            raise UsageError(f"--netboot with --arch {arch.name}", "diskless boards are armhf")
-        if netboot and not diskless.UBOOT.is_file():
-            raise EnvironmentMissing(
-                f"{diskless.UBOOT}: no U-Boot for the diskless boards", diskless.UBOOT_HINT
-            )
+        plan = make_plan(boards_wanted, lab_dir, root, arch.name, netboot, server_kind, gpu_mem)
         if plan.server != "kernel":  # the kernel server's export root is on its own disk
             plan.export_root.mkdir(parents=True, exist_ok=True)
         kern, initrd, base, server_art = build_artifacts(report, arch, netboot > 0, plan.server)
@@ -159,15 +166,16 @@ def up(
         for board in plan.boards:
             files = BoardFiles(board.dir(lab_dir))
             if boards.running_pid(files) is not None:
-                if boards.arch_of(files) == arch.name:
+                memory = arch.memory_mib(plan.gpu_mem)
+                if boards.arch_of(files) == arch.name and boards.memory_of(files) == memory:
                     continue
                 boards.stop(files)
-                report(f"stopped {board.name} (another arch than {arch.name})")
+                report(f"stopped {board.name} (not an {arch.name} board of {memory} MiB)")
             disk.overlay(base, files.disk, fresh)
             files.seed.write_bytes(seeds.board_seed(board, files, client_pub))
             if boot:
                 files.snapshot_marker.unlink(missing_ok=True)
-            if boards.start(board, files, kern.image, initrd, arch):
+            if boards.start(board, files, kern.image, initrd, arch, plan.gpu_mem):
                 resumed.append(board)
                 report(f"resuming {board.name} at {board.address} from its saved state")
             else:

@@ -66,16 +66,57 @@ class Memory:
         struct.pack_into(f"<{len(words)}I", buf, off, *words)
 
 
+# The fast paths below treat the 16 lanes of a vector as one Python int of 16 fields (SWAR:
+# "SIMD within a register"): a handful of big-int operations, each one C loop over 64 or
+# 128 bytes, replace sixteen Python-level steps. Fields are wide enough that no carry or borrow
+# crosses into the next lane; each constant below repeats one field value in every lane.
+def _lanes(value: int, width: int) -> int:
+    return sum(value << (width * i) for i in range(LANES))
+
+
+_F_EXP = _lanes(0xFF, 32)  # float32: exponent field after >> 23
+_F_ONE = _lanes(1, 32)
+_F_BIT8 = _lanes(0x100, 32)
+_F_FF = _lanes(0xFF, 32)
+_F_MANT = _lanes(0x7FFFFF, 32)
+_EXACT_ADD = _lanes(256 + 28, 32)  # 256 + 28 + ea - eb: in 256..312 iff |ea - eb| <= 28
+_EXACT_HIGH = _lanes(1023 - 312, 32)
+_F_THREE = _lanes(3, 32)
+_F_FOUR = _lanes(4, 32)
+_F_BIT10 = _lanes(0x400, 32)
+_D_EXP = _lanes(0x7FF, 64)  # double: exponent field after >> 52
+_D_OVER = _lanes(2047 - 1150, 64)  # bit 11 set iff exponent >= 1151 (beyond float32)
+_D_UNDER = _lanes(2048 - 897, 64)  # bit 11 clear iff exponent < 897 (below FLT_MIN)
+_D_ZERO = _lanes(0x7FF, 64)  # bit 11 clear iff exponent == 0 (a zero)
+_D_BIT11 = _lanes(0x800, 64)
+_D_MAG = _lanes(0x3FFFFFFFF, 64)  # after >> 29: float32 exponent (rebiased below) and mantissa
+_D_SIGN = _lanes(0x80000000, 64)  # after >> 32: the sign at float32's bit 31
+_D_ONE = _lanes(1, 64)
+_REBIAS = 896 << 23  # double exponent bias 1023 -> float32's 127, in place
+_D_REBIAS = _lanes(_REBIAS, 64)
+_I32 = struct.Struct("<32I")
+
+
+def _decode(v: tuple[int, ...] | list[int]) -> tuple[tuple[float, ...], int]:
+    """The lanes as the QPU reads them (see _floats) and their exponent fields as one int."""
+    raw = _I16.pack(*v)
+    x = int.from_bytes(raw, "little")
+    exponents = (x >> 23) & _F_EXP
+    # Exponent 255 (Inf, NaN) in some lane, or exponent 0 with a mantissa (a denormal).
+    if (exponents + _F_ONE) & _F_BIT8 or (~(exponents + _F_FF) & _F_BIT8) << 15 & (
+        (x & _F_MANT) + _F_MANT
+    ):
+        out = _F16.unpack(raw)
+        return tuple(_input_float(bits, f) for bits, f in zip(v, out, strict=True)), exponents
+    return _F16.unpack(raw), exponents
+
+
 def _floats(v: tuple[int, ...] | list[int]) -> tuple[float, ...]:
     # The QPU has no denormals, NaN or Inf handling of its own (QPU.md): a denormal input reads
     # as zero, a NaN as the infinity of its sign (the exponent decides, not the mantissa).
-    # Tests that run in C (min, sum) keep the common case off the per-lane path; zeros need no
-    # change (a -0 input only matters through the sign of a zero result, forced to +0 anyway).
-    out = _F16.unpack(_I16.pack(*v))
-    tiny = min(map(abs, out)) < FLT_MIN and any(0.0 < abs(x) < FLT_MIN for x in out)
-    if tiny or not math.isfinite(sum(out)):
-        out = tuple(_input_float(bits, x) for bits, x in zip(v, out, strict=True))
-    return out
+    # Zeros need no change (a -0 input only matters through the sign of a zero result, forced
+    # to +0 anyway).
+    return _decode(v)[0]
 
 
 def _input_float(bits: int, x: float) -> float:
@@ -87,7 +128,7 @@ def _input_float(bits: int, x: float) -> float:
     return x
 
 
-def _rtz_bits(values: list[float]) -> list[int]:
+def _rtz_bits(values: Iterable[float]) -> list[int]:
     """Float32 bits of each double, rounded toward zero; zero or below FLT_MIN -> +0;
     beyond FLT_MAX -> the infinity of its sign (unverified on hardware); NaN -> +Inf."""
     out = []
@@ -104,35 +145,40 @@ def _rtz_bits(values: list[float]) -> list[int]:
     return out
 
 
-def _round_toward_zero(values: list[float]) -> tuple[int, ...]:
-    """Float32 bits of exact values, rounded toward zero (see _rtz_bits for the edges)."""
-    if min(map(abs, values)) < FLT_MIN or not abs(sum(values)) <= 16 * FLT_MAX:
-        return tuple(_rtz_bits(values))  # zeros, tiny, infinite or NaN: lane by lane
-    # Round to nearest in C, then step back toward zero the lanes that went away from it.
-    try:
-        packed = _F16.pack(*values)
-    except OverflowError:  # beyond FLT_MAX: lane by lane
+def _round_toward_zero(values: tuple[float, ...]) -> tuple[int, ...]:
+    """Float32 bits of exact values, rounded toward zero (see _rtz_bits for the edges).
+
+    _rtz_bits for all lanes at once: the double's bits shifted right by 29 truncate its
+    mantissa to float32's 23 bits; less the exponent rebias, plus the sign, they are the
+    float32. Lane by lane when a lane is below FLT_MIN but not zero, beyond FLT_MAX, Inf or NaN.
+    """
+    x = int.from_bytes(_D16.pack(*values), "little")
+    exponents = (x >> 52) & _D_EXP
+    zeros = ~(exponents + _D_ZERO) & _D_BIT11
+    if (exponents + _D_OVER) & _D_BIT11 or (~(exponents + _D_UNDER) & _D_BIT11) ^ zeros:
         return tuple(_rtz_bits(values))
-    near = _F16.unpack(packed)
-    bits = _I16.unpack(packed)
-    if any(map(operator.gt, map(abs, near), map(abs, values))):
-        pairs = zip(bits, near, values, strict=True)
-        bits = tuple(b - 1 if abs(n) > abs(x) else b for b, n, x in pairs)
-    return bits
+    magnitude, sign = (x >> 29) & _D_MAG, (x >> 32) & _D_SIGN
+    if zeros:  # a zero result is +0: zero lanes keep nothing and are not rebiased
+        nonzero = _D_ONE ^ (zeros >> 11)
+        keep = nonzero * 0xFFFFFFFFF
+        bits = ((magnitude & keep) - nonzero * _REBIAS) | (sign & keep)
+    else:
+        bits = (magnitude - _D_REBIAS) | sign
+    return _I32.unpack(bits.to_bytes(8 * LANES, "little"))[::2]
 
 
-def _sum_rtz(xs: tuple[float, ...], ys: Iterable[float]) -> tuple[int, ...]:
-    # x + y in double is exact unless the exponents differ by more than 29 bits; then the
-    # double sum is rounded to nearest and may have landed on a float32 value the exact sum
-    # lies just inside of. The error term (TwoSum, Knuth) says which side the exact sum is on;
-    # computed with map() so the common, exact case stays in C.
-    ys = tuple(ys)
-    sums = list(map(operator.add, xs, ys))
-    virtual = list(map(operator.sub, sums, xs))
-    errs = map(operator.add, map(operator.sub, xs, map(operator.sub, sums, virtual)),
-               map(operator.sub, ys, virtual))  # fmt: skip
-    if not any(errs):  # NaN (from infinities) is truthy: the slow path handles it
+def _sum_rtz(xs: tuple[float, ...], ys: tuple[float, ...], exact: bool = False) -> tuple[int, ...]:
+    # x + y in double is exact unless the exponents differ by more than 28 bits (`exact` says
+    # none do); then the double sum is rounded to nearest and may have landed on a float32
+    # value the exact sum lies just inside of. Otherwise exact in every lane iff s - x == y and
+    # s - y == x lane by lane (Fast2Sum: with |x| >= |y|, s - x is computed exactly, so it
+    # equals y only when s is exact; both hold when s is exact; NaN is never equal).
+    sums = tuple(map(operator.add, xs, ys))
+    if exact or (
+        tuple(map(operator.sub, sums, xs)) == ys and tuple(map(operator.sub, sums, ys)) == xs
+    ):
         return _round_toward_zero(sums)
+    # The error term (TwoSum, Knuth) says which side of s the exact sum is on.
     bits = _rtz_bits(sums)
     for i, (x, y, s) in enumerate(zip(xs, ys, sums, strict=True)):
         if s == 0.0 or not math.isfinite(s):
@@ -144,17 +190,28 @@ def _sum_rtz(xs: tuple[float, ...], ys: Iterable[float]) -> tuple[int, ...]:
     return tuple(bits)
 
 
+def _close_exponents(ea: int, eb: int) -> bool:
+    # Every lane's float32 exponents within 28 of each other: 24 + 28 + 1 bits fit a double.
+    # Per lane d = 284 + ea - eb is in 29..539; it must be in 256..312: bit 8 or 9 set (the
+    # two bits plus 3 carry into bit 2 of the shifted field) and d + 711 below 1024.
+    d = ea + _EXACT_ADD - eb
+    high = (((d >> 8) & _F_THREE) + _F_THREE) & _F_FOUR
+    return high == _F_FOUR and not (d + _EXACT_HIGH) & _F_BIT10
+
+
 def _fadd(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    return _sum_rtz(_floats(a), _floats(b))
+    (xs, ea), (ys, eb) = _decode(a), _decode(b)
+    return _sum_rtz(xs, ys, _close_exponents(ea, eb))
 
 
 def _fsub(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    return _sum_rtz(_floats(a), [-y for y in _floats(b)])
+    (xs, ea), (ys, eb) = _decode(a), _decode(b)
+    return _sum_rtz(xs, tuple(map(operator.neg, ys)), _close_exponents(ea, eb))
 
 
 def _fmul(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     # A product of two 24-bit significands fits a double's 53: exact, then truncated.
-    return _round_toward_zero(list(map(operator.mul, _floats(a), _floats(b))))
+    return _round_toward_zero(tuple(map(operator.mul, _floats(a), _floats(b))))
 
 
 def _ftoi(a: tuple[int, ...], _b: tuple[int, ...]) -> tuple[int, ...]:
@@ -166,7 +223,7 @@ def _ftoi(a: tuple[int, ...], _b: tuple[int, ...]) -> tuple[int, ...]:
 
 def _itof(a: tuple[int, ...], _b: tuple[int, ...]) -> tuple[int, ...]:
     # Rounds toward zero like fadd (QPU.md); an int32 is exact in a double.
-    return _round_toward_zero([float(x - (x >> 31 << 32)) for x in a])
+    return _round_toward_zero(tuple(float(x - (x >> 31 << 32)) for x in a))
 
 
 def _v8min(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:

@@ -1,5 +1,6 @@
 """PyTorch on a 64-bit lab board (issue 20's Show): the torch image rolled out, smoke green with
-the torch stages EMULATED (the lab has no VideoCore IV), the worst error shown.
+the torch stages EMULATED (the lab has no VideoCore IV), the worst error shown; a torch that dies
+with SIGILL stopped at the canary; an image without torch shows the torch stages skipped.
 
 Runs on a lab of `--arch arm64` boards (arm64 userspace on a Cortex-A53, a 3B's RAM less
 gpu_mem): it brings one up itself (and takes it down again) unless such a lab is already up.
@@ -40,6 +41,7 @@ pytestmark = [
 
 TORCH_IMAGE = "netroot-lab/raspbian-torch:bookworm"
 SIGILL_IMAGE = "netroot-lab/raspbian-torch:e2e-armv81"
+NO_TORCH_IMAGE = "netroot-lab/raspbian-torch:e2e-no-torch"
 # A torch built for ARMv8.1 and later, as several aarch64 wheels are: this stand-in, found first
 # on sys.path (/usr/local before Debian's /usr/lib/python3), runs one LSE atomic at import:
 # LDADD w1, w1, [x0] (0xb8210001), then RET. A Cortex-A53 (ARMv8.0) has no LSE: SIGILL.
@@ -99,6 +101,19 @@ def sigill_image() -> str:
     return SIGILL_IMAGE
 
 
+def no_torch_image() -> str:
+    """The same arm64 image with Debian's torch removed (rm runs under qemu-user)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "Dockerfile").write_text(
+            f"FROM {TORCH_IMAGE}\nRUN rm -rf /usr/lib/python3/dist-packages/torch "
+            "/usr/lib/python3/dist-packages/torch-* /usr/lib/python3/dist-packages/functorch "
+            "/usr/lib/python3/dist-packages/torchgen\n"
+        )
+        subprocess.run(["docker", "build", "--pull=false", "--platform", "linux/arm64", "-q",
+                        "-t", NO_TORCH_IMAGE, tmp], check=True, capture_output=True)  # fmt: skip
+    return NO_TORCH_IMAGE
+
+
 def _rollout(inv: Path, image: str, *extra: str) -> tuple[int, dict[str, Any]]:
     proc = netroot(inv, "rollout", image, "--name", "raspbian", *FAST, *extra)
     assert proc.stdout, proc.stderr[-3000:]
@@ -156,3 +171,23 @@ def test_a_torch_that_dies_with_sigill_stops_the_rollout_at_the_canary(
 def _mounted(inv: Path) -> dict[str, str]:
     proc = netroot(inv, "status", "--json")
     return {b["board"]: b["mounted"] for b in json.loads(proc.stdout)["boards"]}
+
+
+def test_an_image_without_torch_shows_the_torch_stages_skipped(
+    arm64_lab: Path, tmp_path: Path
+) -> None:
+    inv = tmp_path / "inventory.yml"
+    shutil.copy(arm64_lab, inv)
+    rc, result = _rollout(inv, no_torch_image(), "--canary", "0", "--batch", "100%",
+                          "--qpu", "skip")  # fmt: skip
+    assert rc == 0, result
+    # --qpu auto, what a rollout's smoke runs: no VideoCore IV here, so S0-S11 skip; S12
+    # finds no torch and S12-S14 skip with that reason (never a silent pass).
+    report = netroot_json(inv, "smoke", "boards", "--qpu", "auto")
+    assert report["status"] == "pass", report
+    for board in sorted(n for n in load(inv).hosts if n.startswith("pi-")):
+        qpu = _qpu_checks(report, board)
+        for stage in ("S12", "S13", "S14"):
+            assert qpu[stage]["status"] == "skip", (board, qpu[stage])
+            assert "no torch in this image" in qpu[stage]["message"], (board, qpu[stage])
+        _report(f"{board} S12: {qpu['S12']['message']}")

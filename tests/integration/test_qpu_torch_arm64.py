@@ -19,6 +19,13 @@ from netroot.qpu import bundle
 
 IMAGE = "netroot-lab/raspbian-torch:bookworm"
 SIGILL_IMAGE = "netroot-lab/raspbian-torch:test-armv81"
+NO_TORCH_IMAGE = "netroot-lab/raspbian-torch:test-no-torch"
+# The same arm64 image with Debian's torch removed (rm runs under qemu-user: no registry).
+NO_TORCH = (
+    f"FROM {IMAGE}\n"
+    "RUN rm -rf /usr/lib/python3/dist-packages/torch /usr/lib/python3/dist-packages/torch-*"
+    " /usr/lib/python3/dist-packages/functorch /usr/lib/python3/dist-packages/torchgen\n"
+)
 A53 = ("-e", "QEMU_CPU=cortex-a53")  # qemu-user: the CPU model a 3B has, no ARMv8.1 atomics
 
 pytestmark = pytest.mark.integration
@@ -89,3 +96,17 @@ def test_a_torch_using_armv81_atomics_is_diagnosed_as_sigill_on_a_cortex_a53(arm
     assert s12["status"] == "fail" and "killed by SIGILL" in s12["evidence"]
     assert "ARMv8.1" in s12["diagnosis"] and "python3-torch" in s12["remedy"]
     assert stages["S13"]["status"] == "skip" and "blocked by S12" in stages["S13"]["evidence"]
+
+
+def test_an_arm64_image_without_torch_skips_the_torch_stages_saying_so(arm64: None) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "Dockerfile").write_text(NO_TORCH)
+        subprocess.run(["docker", "build", "--pull=false", "--platform", "linux/arm64", "-q",
+                        "-t", NO_TORCH_IMAGE, tmp], check=True, capture_output=True)  # fmt: skip
+    done = run_arm64(bundle.build_program("emulate"), NO_TORCH_IMAGE)
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(done.stdout)
+    assert [s["status"] for s in doc["stages"]] == ["pass"] * 12 + ["skip"] * 3
+    for stage in doc["stages"][12:]:
+        assert "no torch in this image" in stage["evidence"], stage
+        assert "EMULATED" in stage["evidence"], stage

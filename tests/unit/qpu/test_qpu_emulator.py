@@ -293,6 +293,40 @@ def test_float_ops_match_an_exact_round_toward_zero_reference(op: str) -> None:
     assert differ > 64 * 16 // 10
 
 
+def _qpu_input(rng: random.Random, near: int) -> int:
+    # A float32 whose exponent is 0-40 away from `near` (where a double sum stops being exact),
+    # with a full, empty or random mantissa; now and then a zero or a denormal lane.
+    kind = rng.random()
+    if kind < 0.06:
+        return rng.choice([0, 0x80000000])
+    if kind < 0.1:
+        return rng.getrandbits(1) << 31 | rng.randint(1, 0x7FFFFF)  # denormal: reads as 0
+    exponent = min(max(near + rng.choice([0, 1, 20, 27, 28, 29, 30, 31, 40]) * rng.choice([-1, 1]),
+                       1), 200)  # fmt: skip
+    mantissa = rng.choice([0, 1, 0x7FFFFF, rng.getrandbits(23)])
+    return rng.getrandbits(1) << 31 | exponent << 23 | mantissa
+
+
+@pytest.mark.parametrize("op", ["fadd", "fsub", "fmul"])
+def test_every_fast_path_agrees_with_the_exact_reference_lane_by_lane(op: str) -> None:
+    # The arithmetic works on all 16 lanes at once and falls back lane by lane (exponents more
+    # than 28 apart, tiny results, zeros): every lane must still be the exact rational result
+    # rounded toward zero, denormal inputs read as zero and tiny results flushed to +0.
+    from netroot.qpu.emu_decode import ADD_IMPL, FLT_MIN, MUL_IMPL
+
+    impl = MUL_IMPL[1] if op == "fmul" else ADD_IMPL[asm.ADD_OPS[op]]
+    rng = random.Random(7)
+    for _ in range(200):
+        near = rng.randint(1, 100) if op == "fmul" else rng.randint(30, 170)
+        a = tuple(_qpu_input(rng, near) for _ in range(16))
+        b = tuple(_qpu_input(rng, near) for _ in range(16))
+        for x, y, q in zip(a, b, impl(a, b), strict=True):
+            fx, fy = (Fraction(as_float(v)) if v & 0x7F800000 else Fraction(0) for v in (x, y))
+            exact = fx * fy if op == "fmul" else fx + fy if op == "fadd" else fx - fy
+            want = 0 if abs(exact) < Fraction(FLT_MIN) else _rtz_reference(exact)
+            assert q == want, (op, hex(x), hex(y), hex(q), hex(want))
+
+
 def test_zero_results_are_positive_and_nan_inputs_read_as_infinities() -> None:
     from netroot.qpu.emu_decode import ADD_IMPL, MUL_IMPL
     from netroot.qpu.smoke_exec import f32

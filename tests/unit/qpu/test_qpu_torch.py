@@ -69,6 +69,63 @@ def test_every_operator_size_and_dtype_is_within_the_bound(tmp_path: Path) -> No
     assert ints and all(c["worst"] == 0 for c in ints)  # integers exactly
 
 
+BOUND = """
+import json, torch
+from netroot.qpu import torchcheck
+
+class Off:
+    # Stands in for torch.ops.netroot: torch's own result moved `steps` float32 steps toward
+    # zero (elementwise), or by `fraction` of the stated matvec bound toward zero.
+    def __init__(self, steps, fraction):
+        self.steps, self.fraction = steps, fraction
+    def _toward_zero(self, c):
+        if c.dtype != torch.float32:
+            return c
+        for _ in range(self.steps):
+            c = torch.nextafter(c, torch.zeros_like(c))
+        return c
+    def add(self, a, b):
+        return self._toward_zero(a + b)
+    def mul(self, a, b):
+        return self._toward_zero(a * b)
+    def matvec(self, a, x):
+        c = torch.mv(a, x).double()
+        width = a.shape[1]
+        total = a.double().abs() @ x.double().abs()
+        t = torchcheck
+        bound = t.MATVEC_FACTOR * width * t.ULP * total + width * t.FLT_MIN
+        return (c - torch.sign(c) * bound * self.fraction).float()
+
+out = {"constants": [torchcheck.ULP, torchcheck.FLT_MIN, torchcheck.MATVEC_FACTOR]}
+for name, steps, fraction in (("exact", 0, 0.0), ("one_step", 1, 0.9), ("two_steps", 2, 1.01)):
+    torchcheck._ops = lambda steps=steps, fraction=fraction: Off(steps, fraction)
+    cases = torchcheck.accuracy()
+    out[name] = {op: all(c.ok for c in cases if c.op == op and c.dtype == "float32")
+                 for op in ("add", "mul", "matvec")}
+    out[name + "_worst"] = max(c.bound_ratio for c in cases if c.dtype == "float32")
+print(json.dumps(out))
+"""
+
+
+@needs_torch
+def test_the_float_check_is_exactly_the_documented_bound(tmp_path: Path) -> None:
+    # docs/qpu.md and the README state the bound (from QPU.md's sources); S13 and
+    # torchcheck.accuracy() check exactly it: one float32 step toward zero (round toward zero
+    # where the CPU rounds to nearest) passes, two do not; a matvec 0.9 of the bound off
+    # passes, 1.01 of it does not.
+    result = run_torch(BOUND, tmp_path)
+    assert result["constants"] == [2.0**-23, 1.1754943508222875e-38, 1.52]
+    assert result["exact"] == {"add": True, "mul": True, "matvec": True}
+    assert result["one_step"] == {"add": True, "mul": True, "matvec": True}
+    assert result["two_steps"] == {"add": False, "mul": False, "matvec": False}
+    assert 0.9 <= float(str(result["one_step_worst"])) <= 1.0
+    root = Path(__file__).resolve().parents[3]
+    for doc in (root / "README.md", root / "docs" / "qpu.md"):
+        text = doc.read_text()
+        assert "`|q - c| <= 2^-23 |c| + FLT_MIN`" in text, doc
+        assert "`|q - c| <= 1.52 W 2^-23 sum_j |a_ij x_j| + W FLT_MIN`" in text, doc
+
+
 ROUNDING = """
 import json, torch
 g = torch.Generator().manual_seed(3)
