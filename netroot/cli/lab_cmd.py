@@ -50,8 +50,16 @@ def up_cmd(
     server: str = typer.Option(
         "ganesha",
         "--server",
-        help="nfs-01: ganesha (NFS-Ganesha in a container) or kernel (Linux's nfs-kernel-server "
-        "in a Debian x86_64 VM of its own, reached over SSH as a sudo user).",
+        help="The NFS servers: ganesha (NFS-Ganesha in a container) or kernel (Linux's "
+        "nfs-kernel-server in a Debian x86_64 VM of its own, reached over SSH as a sudo user).",
+    ),
+    servers: int = typer.Option(
+        1,
+        "--servers",
+        min=1,
+        max=4,
+        help="How many NFS servers (nfs-01, nfs-02, ...): the boards are dealt out in turn, "
+        "each mounting or booting from its own (netroot_nfs_server in the inventory).",
     ),
 ) -> None:
     """Build (once, cached) and start the lab; returns when every host is SSH-ready."""
@@ -72,6 +80,7 @@ def up_cmd(
         arch=arch_mod.by_name(arch),
         netboot=netboot,
         server_kind=server,
+        servers=servers,
     )
     app.out.info(f"inventory: {plan.lab_dir / 'inventory.yml'}")
 
