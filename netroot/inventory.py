@@ -5,8 +5,8 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,10 @@ VERSION_RE = re.compile(r"^[0-9a-f]{12,64}$")
 SERIAL_RE = re.compile(r"^[0-9a-f]{8}$")
 BACKENDS = ("kernel", "ganesha")
 BOOT_MODES = bootmode.NAMES
+# Boards of one server that reboot or switch at once, by default: its 1 GbE link carries about
+# 125 MB/s, a Pi 3B's 100 Mb/s port takes up to about 12 MB/s, so about ten boards booting or
+# importing a large library at once fill the server's link (docs/sizing.md).
+REBOOT_BATCH = 10
 
 
 class InventoryError(UsageError):
@@ -65,6 +69,9 @@ class Board:
     mac: str | None
     serial: str | None  # 8 lowercase hex digits: the name of its TFTP directory when netbooting
     boot: str = "sd"  # sd: boots its own card, mounts over NFS; netboot: no card, root on NFS
+    # The nfs_servers host it mounts or boots from (netroot_nfs_server; "" only in an
+    # inventory with no server at all, which every command that needs one refuses).
+    server: str = ""
 
     @property
     def name(self) -> str:
@@ -87,6 +94,9 @@ class NfsServer:
     # a helper there); false: a path on this control host (netroot runs on the server, or on
     # a host that mounts its export root).
     remote: bool = False
+    # netroot_server_reboot_batch: at most this many of its boards reboot or switch at once.
+    reboot_batch: int = 10
+    home: bool = False  # netroot_fleet_home: the fleet state and the writer's lock live here
 
     @property
     def name(self) -> str:
@@ -133,9 +143,29 @@ class Inventory:
 
     @property
     def server(self) -> NfsServer:
+        """The fleet home: the server whose export root holds the fleet state and the
+        writer's lock (the only server, or the one marked netroot_fleet_home, else the first
+        in inventory order). A board's own server is `server_of(board)`."""
         if not self.servers:
             raise InventoryError(f"{self.path}: no host in group nfs_servers")
-        return next(iter(self.servers.values()))
+        marked = [s for s in self.servers.values() if s.home]
+        return marked[0] if marked else next(iter(self.servers.values()))
+
+    def server_of(self, board: Board | str) -> NfsServer:
+        """The NFS server a board mounts or boots from (its netroot_nfs_server)."""
+        found = self.boards[board] if isinstance(board, str) else board
+        if found.server not in self.servers:
+            raise InventoryError(f"{self.path}: no host in group nfs_servers")
+        return self.servers[found.server]
+
+    def boards_of(self, server: str) -> list[Board]:
+        """The boards that hang off `server`, in inventory order."""
+        return [b for b in self.boards.values() if b.server == server]
+
+    def servers_for(self, boards: Iterable[Board]) -> list[NfsServer]:
+        """The servers that serve these boards, in inventory order."""
+        names = {b.server for b in boards}
+        return [s for n, s in self.servers.items() if n in names]
 
 
 def default_path() -> Path:
@@ -209,6 +239,8 @@ def parse(data: Any, path: Path) -> Inventory:
     host_objs = {n: Host(n, v, frozenset(host_groups.get(n, set()))) for n, v in hosts.items()}
     boards = {n: _board(h, path) for n, h in host_objs.items() if "boards" in h.groups}
     servers = {n: _server(h, path) for n, h in host_objs.items() if "nfs_servers" in h.groups}
+    boards = _place_boards(boards, servers, path)
+    _check_one_home(servers, path)
     _check_unique_addresses(boards, path)
     _check_unique_ids(boards, path)
     return Inventory(
@@ -271,31 +303,74 @@ def _board(host: Host, path: Path) -> Board:
     )
 
 
+def _absolute(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith("/") and ".." not in value.split("/")
+
+
 def _server(host: Host, path: Path) -> NfsServer:
     root = host.vars.get("netroot_export_root", "/srv/netroot")
-    if not isinstance(root, str) or not root.startswith("/") or ".." in root.split("/"):
+    if not _absolute(root):
         raise _field(host.name, "netroot_export_root", "an absolute path", root, path)
     backend = host.vars.get("netroot_nfs_backend", "kernel")
     if backend not in BACKENDS:
         raise _field(host.name, "netroot_nfs_backend", " or ".join(BACKENDS), backend, path)
     tftp_root = host.vars.get("netroot_tftp_root", "/srv/netroot-tftp")
-    if (
-        not isinstance(tftp_root, str)
-        or not tftp_root.startswith("/")
-        or ".." in tftp_root.split("/")
-    ):
+    if not _absolute(tftp_root):
         raise _field(host.name, "netroot_tftp_root", "an absolute path", tftp_root, path)
     remote = host.vars.get("netroot_export_remote", False)
-    if not isinstance(remote, bool):
-        raise _field(host.name, "netroot_export_remote", "true or false", remote, path)
+    home = host.vars.get("netroot_fleet_home", False)
+    for key, flag in (("netroot_export_remote", remote), ("netroot_fleet_home", home)):
+        if not isinstance(flag, bool):
+            raise _field(host.name, key, "true or false", flag, path)
+    batch = host.vars.get("netroot_server_reboot_batch", REBOOT_BATCH)
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        expected = f"a whole number >= 1 (boards of this server rebooting at once; {REBOOT_BATCH})"
+        raise _field(host.name, "netroot_server_reboot_batch", expected, batch, path)
     return NfsServer(
         host=host,
         remote=remote,
+        reboot_batch=batch,
+        home=home,
         export_root=root.rstrip("/") or "/",
         backend=str(backend),
         address=_address(host, "netroot_nfs_address", path),
         tftp_root=tftp_root.rstrip("/") or "/",
     )
+
+
+def _place_boards(
+    boards: Mapping[str, Board], servers: Mapping[str, NfsServer], path: Path
+) -> dict[str, Board]:
+    """Each board on its server (netroot_nfs_server; the only server when there is one)."""
+    only = next(iter(servers)) if len(servers) == 1 else None
+    placed: dict[str, Board] = {}
+    for name, board in boards.items():
+        named = board.host.vars.get("netroot_nfs_server")
+        if named is None and only is not None:
+            named = only
+        if named is None and servers:
+            raise InventoryError(
+                f"{path}: host {name}: netroot_nfs_server is not set, and the inventory has "
+                f"{len(servers)} NFS servers ({', '.join(servers)})",
+                "set netroot_nfs_server on each board (or its group) to the server it mounts from",
+            )
+        if named is not None and named not in servers:
+            raise InventoryError(
+                f"{path}: host {name}: netroot_nfs_server = {named!r}: expected a host of "
+                f"group nfs_servers ({', '.join(servers) or 'none'})",
+                "name the server this board mounts or boots from",
+            )
+        placed[name] = replace(board, server=str(named or ""))
+    return placed
+
+
+def _check_one_home(servers: Mapping[str, NfsServer], path: Path) -> None:
+    marked = [n for n, s in servers.items() if s.home]
+    if len(marked) > 1:
+        raise InventoryError(
+            f"{path}: hosts {', '.join(marked)}: netroot_fleet_home is true on several servers",
+            "mark one: the fleet state and the writer's lock live on exactly one server",
+        )
 
 
 def _check_unique_addresses(boards: Mapping[str, Board], path: Path) -> None:

@@ -96,8 +96,9 @@ def check_server_vars(inventory: Inventory, server: str) -> None:
     """The netroot_nfs_* values of the server, and its dnsmasq settings when a board netboots."""
     from netroot.netboot.dnsmasq import server_config
 
-    if any(b.mode.served_over_tftp for b in inventory.boards.values()):
-        server_config(inventory.servers[server], list(inventory.boards.values()))
+    mine = inventory.boards_of(server)  # dnsmasq on each server answers its own boards only
+    if any(b.mode.served_over_tftp for b in mine):
+        server_config(inventory.servers[server], mine)
     ids = inventory.hosts[server].vars.get("netroot_nfs_export_ids", {})
     if not isinstance(ids, Mapping) or not all(
         isinstance(i, int) and not isinstance(i, bool) and 0 < i < 65536 for i in ids.values()
@@ -132,8 +133,11 @@ def build(
     if not inventory.servers:
         raise InventoryError(f"{inventory.path}: no host in group nfs_servers")
     hosts = inventory.expand(targets, all_hosts)
-    servers = tuple(inventory.servers)
     boards = tuple(h for h in inventory.boards if h in hosts)
+    # The servers named, and each board's own (its play reads that server's facts); another
+    # server of the inventory is not touched (it may be down: its boards are not in this run).
+    serving = {inventory.boards[b].server for b in boards} | set(hosts)
+    servers = tuple(s for s in inventory.servers if s in serving)
     others = [h for h in hosts if h not in inventory.boards and h not in inventory.servers]
     if others:
         raise UsageError(
@@ -161,8 +165,8 @@ def build(
     extravars = {**(extra_vars or {})}
     if overrides:
         extravars["netroot_version_overrides"] = overrides
-    # The server play always runs: boards need its facts, and its exports must list every
-    # board of the inventory before a new board can mount.
+    # The server play always runs on the boards' servers: boards need its facts, and its
+    # exports must list every board of that server before a new board can mount.
     playbook = "site.yml" if boards else "nfs_server.yml"
     if boards and server_configured:
         playbook = "boards.yml"

@@ -20,12 +20,16 @@ class AnsibleFleet:
     log: Callable[[str], None] = lambda _m: None
     smoke_reports: list[Any] = field(default_factory=list)
     runner: Any = None  # provision's runner (None: ansible-runner); tests replay recorded runs
-    # The server's exports list every board once the first run of this rollout configured
-    # them: later batches and rollbacks run the boards' play only (about 2 s less controller
-    # CPU per batch).
-    server_configured: bool = False
+    # A server's exports list every one of its boards once a run of this rollout configured
+    # it: later batches and rollbacks whose servers are all configured run the boards' play
+    # only (about 2 s less controller CPU per batch).
+    configured: set[str] = field(default_factory=set)
     # The caller checked every host's become before the rollout or rollback started.
     become_checked: bool = False
+    # NFS servers found down (server -> why): at the export, or unreachable in a batch's run.
+    # Their boards are not switched (nothing to mount from): each counts as unreachable
+    # against the rollout's budget, and a rerun once the server is back finishes the job.
+    down: dict[str, str] = field(default_factory=dict)
 
     def switch(self, versions: Mapping[str, str], stagger: float) -> dict[str, Result]:
         """One Ansible run for the batch; with a stagger, one board at a time, S seconds apart."""
@@ -39,29 +43,50 @@ class AnsibleFleet:
         return out
 
     def _provision(self, versions: dict[str, str]) -> dict[str, Result]:
+        out = self._server_down(versions)
+        versions = {b: v for b, v in versions.items() if b not in out}
+        if versions:
+            out.update(self._run(versions))
+        return out
+
+    def _server_down(self, boards: Mapping[str, str]) -> dict[str, Result]:
+        """The boards whose server is known to be down: unreachable, with the reason."""
+        out: dict[str, Result] = {}
+        for board in boards:
+            server = self.inventory.boards[board].server
+            if server in self.down:
+                why = f"its NFS server {server} is down: {self.down[server]}"
+                out[board] = (Outcome.UNREACHABLE, why)
+        return out
+
+    def _run(self, versions: dict[str, str]) -> dict[str, Result]:
         from netroot.provision.service import provision
 
+        servers = {self.inventory.boards[b].server for b in versions}
         result = provision(
             self.inventory,
             list(versions),
             versions=versions,
             runner=self.runner,
-            server_configured=self.server_configured,
+            server_configured=servers <= self.configured,
             become_checked=self.become_checked,
         )
-        server = result.summary.hosts.get(self.inventory.server.name)
-        if (
-            server is not None
-            and server.state in ("ok", "changed")
-            and result.plan.playbook == "site.yml"
-        ):
-            self.server_configured = True
         messages = {f.host: f"{f.task}: {f.message}" for f in result.summary.failures}
+        configures = result.plan.playbook == "site.yml"
+        for name in result.plan.servers:
+            server = result.summary.hosts.get(name)
+            if server is not None and server.state == Outcome.UNREACHABLE:
+                self.down[name] = messages.get(name, "unreachable")
+            elif server is not None and server.state in ("ok", "changed") and configures:
+                self.configured.add(name)
+        gone = self._server_down(versions)
         out: dict[str, Result] = {}
         for board, version in versions.items():
             stats = result.summary.hosts.get(board)
             state = stats.state if stats else Outcome.FAILED.value
-            if state == Outcome.UNREACHABLE:
+            if board in gone:
+                out[board] = gone[board]
+            elif state == Outcome.UNREACHABLE:
                 out[board] = (Outcome.UNREACHABLE, messages.get(board, "unreachable"))
             elif state == Outcome.FAILED or stats is None:
                 # Also a run Ansible aborted before this host's result (#76915): a failure.

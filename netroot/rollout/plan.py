@@ -68,6 +68,33 @@ class Plan:
         }
 
 
+@dataclass(frozen=True)
+class Pacing:
+    """Each board's NFS server, and how many boards of a server may switch at once."""
+
+    server_of: Mapping[str, str] = field(default_factory=dict)  # board -> server
+    cap: Mapping[str, int] = field(default_factory=dict)  # server -> netroot_server_reboot_batch
+
+    def split(self, steps: Sequence[Step], size: int) -> list[tuple[Step, ...]]:
+        """Batches of at most `size` steps, at most `cap` of one server each, in order."""
+        batches: list[tuple[Step, ...]] = []
+        todo = list(steps)
+        while todo:
+            taken: list[Step] = []
+            per_server: dict[str, int] = {}
+            for step in todo:
+                if len(taken) == size:
+                    break
+                server = self.server_of.get(step.board, "")
+                if per_server.get(server, 0) >= self.cap.get(server, size):
+                    continue
+                per_server[server] = per_server.get(server, 0) + 1
+                taken.append(step)
+            batches.append(tuple(taken))
+            todo = [s for s in todo if s not in taken]
+        return batches
+
+
 def make_plan(
     boards: Sequence[str],
     current: Mapping[str, str | None],
@@ -76,8 +103,13 @@ def make_plan(
     batch: Count = Count(1, False),
     max_fail: Count = Count(0, False),
     stagger: float = 0.0,
+    pacing: Pacing | None = None,
 ) -> Plan:
-    """Split the boards that need the new version into a canary batch then batches."""
+    """Split the boards that need the new version into a canary batch then batches.
+
+    pacing: no batch holds more boards of one NFS server than that server's cap (a boot storm
+    or a reboot wave is paced per server); boards left out move to the next batch.
+    """
     if canary < 0:
         raise UsageError(f"--canary {canary}: expected 0 or more")
     if stagger < 0:
@@ -87,11 +119,12 @@ def make_plan(
     steps = [Step(b, current.get(b), to_version) for b in todo]
     batches: list[tuple[Step, ...]] = []
     n_canary = min(canary, len(steps))
+    pace = pacing or Pacing()
     if n_canary:
-        batches.append(tuple(steps[:n_canary]))
+        batches.extend(pace.split(steps[:n_canary], n_canary))
     rest = steps[n_canary:]
     size = batch.of(len(rest), at_least=1) if rest else 1
-    batches.extend(tuple(rest[i : i + size]) for i in range(0, len(rest), size))
+    batches.extend(pace.split(rest, size))
     return Plan(
         to_version=to_version,
         batches=tuple(batches),

@@ -20,7 +20,7 @@ from netroot.fleet import service
 from netroot.fleet.service import Fleet
 from netroot.inventory import Board
 from netroot.rollout.engine import BoardResult, RolloutResult, run_rollback, run_rollout
-from netroot.rollout.plan import Count, Plan, make_plan
+from netroot.rollout.plan import Count, Pacing, Plan, make_plan
 
 Log = Callable[[str], None]
 Observe = Callable[[list[Board]], Mapping[str, Any]]  # board -> BoardFacts, None: unreachable
@@ -77,7 +77,10 @@ def plan_rollout(
         if facts is None:
             log(f"{board}: unreachable")
     sources = service.plan_sources(state, observed, version)
-    plan = make_plan([b.name for b in boards], sources, version, canary, batch, max_fail, stagger)
+    servers = fleet.inventory.servers.values()
+    pacing = Pacing({b.name: b.server for b in boards}, {s.name: s.reboot_batch for s in servers})
+    names = [b.name for b in boards]
+    plan = make_plan(names, sources, version, canary, batch, max_fail, stagger, pacing)
     return PlannedRollout(plan, boards, pinned, observed)
 
 

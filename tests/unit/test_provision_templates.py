@@ -87,12 +87,30 @@ def test_rendered_exports_pass_the_servers_checker() -> None:
 def test_exports_are_read_only_and_only_to_the_boards_of_each_image() -> None:
     exports = {e["image"]: e for e in _renderer().server_exports("nfs-kernel")}
     # pi-04 netboots: its root is the same export, mounted by its kernel (nfsroot=)
-    assert exports["raspbian"]["clients"] == ["10.77.0.11", "10.77.0.12", "10.77.0.14"]
-    assert exports["other"]["clients"] == ["10.77.0.13"]
+    assert exports["raspbian"]["clients"] == ["10.77.0.14"]
+    assert exports["other"]["clients"] == ["10.77.0.16"]
     assert exports["raspbian"]["export_id"] == 7  # the inventory's override
     assert exports["raspbian"]["path"] == "/srv/netroot/raspbian"  # trailing / of the root
     # Stable ids: another image does not renumber this one.
     assert _renderer().server_exports("nfs-01")[0]["fsid"] == exports["other"]["fsid"]
+
+
+def test_each_server_exports_and_netboots_only_its_own_boards() -> None:
+    renderer = _renderer()
+    ganesha = {e["image"]: e["clients"] for e in renderer.server_exports("nfs-01")}
+    assert ganesha == {
+        "other": ["10.77.0.13"],
+        "raspbian": ["10.77.0.11", "10.77.0.12", "10.77.0.15"],
+    }
+    assert [b["name"] for b in renderer.netboot_boards("nfs-01")] == ["pi-05"]
+    assert [b["name"] for b in renderer.netboot_boards("nfs-kernel")] == ["pi-04"]
+    files = _render_all()
+    assert "10.77.0.14" not in files["nfs-01__ganesha.conf"]
+    assert "10.77.0.11" not in files["nfs-kernel__exports"]
+    assert "b8:27:eb:00:00:14" in files["nfs-kernel__dnsmasq.conf"]
+    assert "b8:27:eb:00:00:14" not in files["nfs-01__dnsmasq.conf"]
+    # A board mounts from its own server.
+    assert "10.77.0.3:/srv/netroot/raspbian" in files["pi-04__cmdline.txt"]
 
 
 def _line_of(template: str, needle: str) -> int:

@@ -64,3 +64,29 @@ def test_counts_parse() -> None:
     assert Count.parse("25%", "--batch").of(10) == 3
     assert Count.parse("3", "--batch").of(2) == 2
     assert Count.parse("0%", "--max-fail").of(10) == 0
+
+
+def test_batches_are_paced_per_server() -> None:
+    from netroot.rollout.plan import Pacing
+
+    boards = [f"pi-{i:02d}" for i in range(1, 9)]
+    server_of = {b: ("nfs-01" if i < 6 else "nfs-02") for i, b in enumerate(boards)}
+    pacing = Pacing(server_of, {"nfs-01": 2, "nfs-02": 10})
+    plan = make_plan(boards, {}, "v2", canary=1, batch=Count(4, False), pacing=pacing)
+    per_batch = [[s.board for s in b] for b in plan.batches]
+    assert per_batch[0] == ["pi-01"]
+    # At most 2 boards of nfs-01 in a batch; nfs-02's boards fill the rest, in order.
+    assert per_batch[1:] == [
+        ["pi-02", "pi-03", "pi-07", "pi-08"],
+        ["pi-04", "pi-05"],
+        ["pi-06"],
+    ]
+    for batch in plan.batches:
+        assert sum(server_of[s.board] == "nfs-01" for s in batch) <= 2
+    assert sorted(plan.boards) == boards  # none lost, none twice
+
+
+def test_no_pacing_is_todays_split() -> None:
+    boards = ["a", "b", "c", "d", "e"]
+    plan = make_plan(boards, {}, "v2", canary=1, batch=Count(2, False))
+    assert [[s.board for s in b] for b in plan.batches] == [["a"], ["b", "c"], ["d", "e"]]
