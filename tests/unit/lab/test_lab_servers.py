@@ -105,6 +105,9 @@ def test_inventory_lists_both_servers_and_names_each_boards_own() -> None:
     }
     inv = parse(data, Path("inventory.yml"))
     assert list(inv.servers) == ["nfs-01", "nfs-02"]
+    assert inv.server_of("pi-02").address == "10.77.0.3"
+    assert [b.name for b in inv.boards_of("nfs-01")] == ["pi-01", "pi-03"]
+    assert inv.server.name == "nfs-01"  # the fleet's home: the first server
     # One server: every board's by default, so the inventory names none.
     single = yaml.safe_load(render.inventory_yaml(make_plan(3, Path("/lab"))))
     hosts = single["all"]["children"]["boards"]["children"]["lab"]["hosts"]
