@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from netroot.paths import project_file
-from tests.e2e.conftest import LabHandle, _report
+from tests.e2e.conftest import LabHandle, _report, current_lab
 from tests.e2e.helpers import NETROOT, netroot, netroot_json, variant_image
 
 pytestmark = pytest.mark.e2e
@@ -50,9 +50,7 @@ class KernelLab:
 def kernel_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelLab]:
     from netroot import paths
     from netroot.errors import EnvironmentMissing
-    from netroot.inventory import load
     from netroot.lab import service, state
-    from netroot.sshtarget import target_for
 
     try:
         service.check_environment()
@@ -63,17 +61,7 @@ def kernel_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelLab]:
     t0 = time.monotonic()
     service.up(BOARDS, _report, server_kind="kernel")
     _report(f"kernel lab ready after {time.monotonic() - t0:.1f} s")
-    inv = load(paths.lab_inventory())
-    handle = LabHandle(
-        inventory=paths.lab_inventory(),
-        lab_dir=paths.lab_dir(),
-        export_root=Path(inv.server.export_root),
-        key=paths.lab_dir() / "id_ed25519",
-        known_hosts=paths.lab_dir() / "known_hosts",
-        addresses={name: h.ssh_host for name, h in inv.hosts.items()},
-        started_here=not before.anything_running,
-        targets={name: target_for(h) for name, h in inv.hosts.items()},
-    )
+    handle = current_lab(started_here=not before.anything_running)
     copy = tmp_path_factory.mktemp("kernel") / "inventory.yml"
     shutil.copy(handle.inventory, copy)
     yield KernelLab(handle, copy)
