@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import subprocess
-import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +25,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import LabHandle, _report, current_lab
-from tests.e2e.helpers import NETROOT, netroot, variant_image
+from tests.e2e.helpers import netroot, netroot_while, variant_image
 
 pytestmark = pytest.mark.e2e
 
@@ -127,18 +125,13 @@ def test_a_server_stopped_mid_rollout_fails_only_its_boards_and_a_rerun_finishes
 
     lab, inv = servers_lab.lab, servers_lab.inventory
     image = variant_image("e2e-servers", f"servers {time.time()}")
-    env = {**os.environ, "NETROOT_INVENTORY": str(inv), "NO_COLOR": "1", "COLUMNS": "200"}
-    t0 = time.monotonic()
-    proc = subprocess.Popen(
-        [*NETROOT, "rollout", image, "--name", "raspbian", "--json", "--max-fail", "1", *FAST],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
     stopped: list[float] = []
+    t0 = time.monotonic()
 
-    def stop_nfs02_while_the_canary_is_smoked() -> None:
+    def stop_nfs02_while_the_canary_is_smoked(running: Callable[[], bool]) -> None:
         # The canary (pi-01, nfs-01's) is switched and being smoked: its version is mounted.
         # nfs-02 goes down before the next batch (pi-02 on nfs-02, pi-03 on nfs-01) starts.
-        while proc.poll() is None:
+        while running():
             state = load_state(lab.export_root)
             rollout = state.rollout
             if rollout and rollout.to_version and rollout.finished is None:
@@ -146,21 +139,19 @@ def test_a_server_stopped_mid_rollout_fails_only_its_boards_and_a_rerun_finishes
                 if canary.phase == "smoking" and canary.mounted == rollout.to_version:
                     subprocess.run(["docker", "rm", "-f", "netroot-lab-nfs-02"], check=True,
                                    capture_output=True)  # fmt: skip
-                    stopped.append(time.monotonic() - t0)
+                    stopped.append(round(time.monotonic() - t0, 1))
                     return
             time.sleep(0.5)
 
-    watcher = threading.Thread(target=stop_nfs02_while_the_canary_is_smoked)
-    watcher.start()
-    out, err = proc.communicate(timeout=1800)
-    watcher.join()
+    args = ["rollout", image, "--name", "raspbian", "--json", "--max-fail", "1", *FAST]
+    proc = netroot_while(inv, args, stop_nfs02_while_the_canary_is_smoked)
     took = time.monotonic() - t0
-    _report(f"rollout with nfs-02 stopped at {stopped} s: rc {proc.returncode} in {took:.0f} s")
+    _report(f"rollout, nfs-02 stopped at {stopped} s: rc {proc.returncode} in {took:.0f} s")
     assert stopped, "nfs-02 was not stopped while the canary was smoked"
-    result = json.loads(out)
-    outcomes = _outcomes(result)
     # Exit 4: a board unreachable, within the budget; the rest completed.
-    assert proc.returncode == 4, err[-3000:]
+    assert proc.returncode == 4, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    outcomes = _outcomes(result)
     assert outcomes["pi-01"][0] == "ok" and outcomes["pi-03"][0] == "ok", outcomes
     assert outcomes["pi-02"][0] == "unreachable" and "nfs-02" in outcomes["pi-02"][1], outcomes
     version = str(result["plan"]["to_version"])
