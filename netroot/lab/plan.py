@@ -233,7 +233,7 @@ def make_plan(
         raise UsageError(f"--servers {servers}: expected 1..{MAX_SERVERS}")
     if servers > boards + netboot:
         raise UsageError(
-            f"--servers {servers} for {boards + netboot} boards",
+            f"--servers {servers} with {boards + netboot} board(s) in all",
             "a server with no board to serve: use at most one server per board",
         )
     root = export_root or lab_dir / "export"

@@ -81,7 +81,7 @@ def test_boards_whose_server_changes_are_named_with_their_old_server() -> None:
 
 @pytest.mark.parametrize(
     ("boards", "servers", "match"),
-    [(2, 0, "--servers 0"), (4, 5, "--servers 5"), (1, 2, "--servers 2 for 1 boards")],
+    [(2, 0, "--servers 0"), (4, 5, "--servers 5"), (1, 2, r"--servers 2 with 1 board\(s\)")],
 )
 def test_bad_server_counts_are_usage_errors(boards: int, servers: int, match: str) -> None:
     with pytest.raises(UsageError, match=match):
