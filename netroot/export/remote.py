@@ -201,6 +201,65 @@ def mirror_root(server: NfsServer) -> Path:
     return cache_dir() / "export-mirror" / check_name(server.name)
 
 
+class Push:
+    """One server's side of a remote export: its helper session (holding the export's lock
+    there), then either a no-op finish or the send of a locally built tree and its commit."""
+
+    def __init__(self, server: NfsServer, name: str, vid: str) -> None:
+        self.server, self.vid = server, vid
+        self.target = remote_target(server)
+        lib = lib_dir(server)
+        ship_helper(self.target, lib)
+        self.layout = Layout(Path(server.export_root), check_name(name))
+        self.session = Session(self.target, lib, server.export_root, name, vid)
+        self.hello = self.session.hello
+
+    @property
+    def exists(self) -> bool:
+        """The server has the version already (verified when it was committed)."""
+        return bool(self.hello["exists"])
+
+    def _result(self, manifest: Manifest, noop: bool, done: dict[str, Any], seconds: float,
+                stats: dict[str, int]) -> RemoteResult:  # fmt: skip
+        result = service.ExportResult(manifest, noop, done["switched"], done["pruned"], seconds)
+        return RemoteResult(
+            result,
+            self.server.name,
+            str(self.layout.version_dir(self.vid)),
+            stats.get("total bytes sent", 0),
+            stats.get("literal data", 0),
+        )
+
+    def finish(self, request: dict[str, Any], seconds: float) -> RemoteResult:
+        """The version is there: switch and prune as asked (a no-op export)."""
+        done = self.session.request({"op": "finish", **request})
+        manifest = Manifest.from_json(self.hello["manifest"], entries=False)
+        return self._result(manifest, True, done, seconds, {})
+
+    def send(
+        self, mirror: Layout, built: Manifest, request: dict[str, Any], started: float,
+        progress: Progress | None = None,
+    ) -> RemoteResult:  # fmt: skip
+        """rsync the mirror's version into staging there, verify it there, commit it."""
+        text = mirror.manifest_path(self.vid).read_bytes()
+        suspects = self.session.request({"op": "collisions", "manifest_bytes": len(text)}, text)
+        try:
+            stats = _send(
+                self.target, mirror.version_dir(self.vid), self.hello, suspects["paths"], progress
+            )
+        except NetrootError as exc:
+            # A full disk frees what was staged; anything else (a dropped connection) keeps
+            # it for the next run to resume.
+            if exc.code == Exit.ENVIRONMENT and "no space" in exc.message:
+                self.session.request({"op": "abort"})
+            raise
+        done = self.session.request({"op": "commit", **request})
+        return self._result(built, False, done, time.monotonic() - started, stats)
+
+    def close(self) -> None:
+        self.session.close()
+
+
 def export_remote(
     info: SourceInfo,
     apply: Callable[[Any], None],
@@ -216,45 +275,16 @@ def export_remote(
 ) -> RemoteResult:
     """Build the version locally, send it to the server, verify and commit it there."""
     started = time.monotonic()
-    target = remote_target(server)
     vid = service.planned_version(info, keep_host_keys=keep_host_keys)
-    lib = lib_dir(server)
-    ship_helper(target, lib)
-    layout = Layout(Path(server.export_root), check_name(name))
     request = {"switch": switch, "keep": keep, "protected": sorted(protected or ())}
-    session = Session(target, lib, server.export_root, name, vid)
+    push = Push(server, name, vid)
     try:
-        hello = session.hello
-        if hello["exists"]:
-            done = session.request({"op": "finish", **request})
-            manifest = Manifest.from_json(hello["manifest"], entries=False)
-            seconds = time.monotonic() - started
-            result = service.ExportResult(manifest, True, done["switched"], done["pruned"], seconds)
-            return RemoteResult(result, server.name, str(layout.version_dir(vid)), 0, 0)
+        if push.exists:
+            return push.finish(request, time.monotonic() - started)
         local = mirror or mirror_root(server)
         built = service.export(
             info, apply, local, name, keep=1, keep_host_keys=keep_host_keys, progress=progress
         )
-        mine = Layout(local, name)
-        text = mine.manifest_path(vid).read_bytes()
-        suspects = session.request({"op": "collisions", "manifest_bytes": len(text)}, text)
-        try:
-            stats = _send(target, mine.version_dir(vid), hello, suspects["paths"], progress)
-        except NetrootError as exc:
-            # A full disk frees what was staged; anything else (a dropped connection) keeps
-            # it for the next run to resume.
-            if exc.code == Exit.ENVIRONMENT and "no space" in exc.message:
-                session.request({"op": "abort"})
-            raise
-        done = session.request({"op": "commit", **request})
+        return push.send(Layout(local, name), built.manifest, request, started, progress)
     finally:
-        session.close()
-    seconds = time.monotonic() - started
-    result = service.ExportResult(built.manifest, False, done["switched"], done["pruned"], seconds)
-    return RemoteResult(
-        result,
-        server.name,
-        str(layout.version_dir(vid)),
-        stats.get("total bytes sent", 0),
-        stats.get("literal data", 0),
-    )
+        push.close()

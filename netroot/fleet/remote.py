@@ -16,7 +16,7 @@ import atexit
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -139,20 +139,18 @@ class RemoteRoot:
     def unwritable(self) -> str:
         return ""  # the session says why when a write fails
 
-    def export(self, info: Any, apply: Callable[[Any], None], name: str) -> Any:
-        from netroot.export.remote import export_remote
-
-        return export_remote(info, apply, self.server, name, switch=False).result.manifest
-
 
 def open_fleet(inventory: Inventory) -> Fleet:
-    """The fleet, its export root opened on this host or on the NFS server (chosen once)."""
-    return Fleet(inventory, open_root(inventory))
+    """The fleet, each server's export root opened on this host or on that server (chosen
+    once; a remote one's session starts at its first use). The fleet home's holds the state
+    and the writer's lock (Inventory.server)."""
+    roots = {name: open_root(server) for name, server in inventory.servers.items()}
+    home = roots[inventory.server.name] if roots else None
+    return Fleet(inventory, home, roots)
 
 
-def open_root(inventory: Inventory) -> ExportRoot:
-    """The export root of the inventory's NFS server, as this host reaches it."""
-    server = inventory.server
+def open_root(server: NfsServer) -> ExportRoot:
+    """A server's export root, as this host reaches it."""
     if server.remote:
         return RemoteRoot(server)
     return LocalRoot(Path(server.export_root))

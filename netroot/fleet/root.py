@@ -3,14 +3,14 @@
 `LocalRoot` is an export root on this host (the NFS server itself, or a host that mounts its
 export root): the state file, the lock file and `current` are read and written here.
 netroot.fleet.remote.RemoteRoot is the same thing on a server reached over SSH (its
-netroot_export_remote). The CLI chooses one, once, and hands it to `Fleet`; no command asks
-which it has.
+netroot_export_remote). The CLI chooses one per NFS server, once, and hands them to `Fleet`
+(the fleet home's holds the state and the lock); no command asks which it has.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,10 +40,6 @@ class ExportRoot(Protocol):
 
     def unwritable(self) -> str:
         """Why the state cannot be written from here ("" when it can)."""
-        ...
-
-    def export(self, info: Any, apply: Callable[[Any], None], name: str) -> Any:
-        """Export a version without moving `current` (a rollout's); its Manifest."""
         ...
 
 
@@ -84,8 +80,3 @@ class LocalRoot:
 
     def unwritable(self) -> str:
         return "" if self.path.is_dir() else f"the export root {self.path} is not on this host"
-
-    def export(self, info: Any, apply: Callable[[Any], None], name: str) -> Any:
-        from netroot.export import service
-
-        return service.export(info, apply, self.path, name, switch=False).manifest

@@ -10,9 +10,10 @@ read the export tree say so.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from netroot.fleet.desired import Desired, desired_all
 from netroot.fleet.outcome import Outcome, from_smoke_status
 from netroot.fleet.root import ExportRoot, LocalRoot
 from netroot.fleet.state import State
-from netroot.inventory import Board, Inventory
+from netroot.inventory import Board, Inventory, NfsServer
 
 if TYPE_CHECKING:
     from netroot.fleet.facts import BoardFacts
@@ -31,13 +32,16 @@ if TYPE_CHECKING:
 class Fleet:
     """An inventory and the export root whose state it shares with every other control host.
 
-    export_root: where the state, the lock and `current` live (fleet/root.py). None: the
-    inventory's export root on this host; a remote one (netroot_export_remote) is opened by
-    the CLI (netroot.fleet.remote.open_root) and passed in.
+    export_root: where the state, the lock and the fleet home's `current` live (fleet/root.py):
+    the fleet home's (Inventory.server). None: its export root on this host; a remote one
+    (netroot_export_remote) is opened by the CLI (netroot.fleet.remote.open_fleet) and passed
+    in. roots: every server's own root (its versions and its `current`), by server name; a
+    server not listed is its export root on this host.
     """
 
     inventory: Inventory
     export_root: ExportRoot | None = None
+    roots: Mapping[str, ExportRoot] = field(default_factory=dict)
 
     @property
     def store(self) -> ExportRoot:
@@ -48,14 +52,15 @@ class Fleet:
     @property
     def root(self) -> Path:
         """The local export root's path (a remote root has none here)."""
-        server = self.inventory.server
-        if server.remote:
-            raise UsageError(
-                f"{server.name}: the export root is on that server (netroot_export_remote): "
-                "it has no path on this host",
-                "reach it through the netroot CLI, which opens it over SSH",
-            )
-        return Path(server.export_root)
+        return local_path(self.inventory.server)
+
+    def root_of(self, server: str) -> ExportRoot:
+        """Where a server's versions and `current` live (the fleet home's is the store)."""
+        if server in self.roots:
+            return self.roots[server]
+        if server == self.inventory.server.name:
+            return self.store
+        return LocalRoot(local_path(self.inventory.servers[server]))
 
     def load(self) -> State:
         """The fleet state (read-only; a legacy controller-local file is read if need be)."""
@@ -105,19 +110,61 @@ class Fleet:
             return exc.message
         return ""
 
-    def current_of(self, image: str) -> str | None:
-        """The image's release pointer `current` (reads the export tree)."""
-        return self.store.current(image)
+    def current_of(self, image: str, server: str = "") -> str | None:
+        """The image's release pointer `current` on a server (default: the fleet home)."""
+        return (self.root_of(server) if server else self.store).current(image)
 
     def desired(self, boards: Iterable[Board], state: State) -> dict[str, Desired]:
+        """Each board's version; a never-assigned board follows its own server's `current`."""
         assigned = {n: b.assigned for n, b in state.boards.items()}
-        return desired_all(boards, assigned, self.current_of)
+        listed = list(boards)
+        out: dict[str, Desired] = {}
+        for server in dict.fromkeys(b.server for b in listed):
+            mine = [b for b in listed if b.server == server]
+            out |= desired_all(mine, assigned, functools.partial(self.current_of, server=server))
+        return {b.name: out[b.name] for b in listed}
+
+    def has_versions(self, boards: Iterable[Board], versions: Iterable[str]) -> dict[str, bool]:
+        """Whether each board's own server holds each version of its image, keyed
+        "server:image@version" (reads each server's export tree)."""
+        wanted = sorted(set(versions))
+        pairs = sorted({(b.server, b.image) for b in boards})
+        return {
+            f"{server}:{image}@{v}": found
+            for server, image in pairs
+            for v, found in self.root_of(server).has_versions(image, wanted).items()
+        }
+
+    def release(self, image: str, version: str, servers: Iterable[str], command: str) -> bool:
+        """Move `current` to `version` on every server, if every one holds it (call with the
+        writer's lock held: another server's root is locked only while its pointer moves)."""
+        roots = [self.root_of(s) for s in dict.fromkeys(servers)]
+        if not all(r.has_versions(image, [version])[version] for r in roots):
+            return False
+        for root in {r.where: r for r in roots}.values():
+            if root.where == self.store.where:
+                root.switch_current(image, version)
+                continue
+            with root.locked(f"{command} (releasing {image} {version})", break_lock=False):
+                root.switch_current(image, version)
+        return True
 
     def protected(self, image: str) -> set[str]:
         """Versions of `image` that prune must keep (reads the state; never locks)."""
         boards = [b for b in self.inventory.boards.values() if b.image == image]
         state = self.load()
         return protected_versions(boards, state, self.desired(boards, state), image)
+
+
+def local_path(server: NfsServer) -> Path:
+    """A server's export root on this host (a remote root has none here)."""
+    if server.remote:
+        raise UsageError(
+            f"{server.name}: the export root is on that server (netroot_export_remote): "
+            "it has no path on this host",
+            "reach it through the netroot CLI, which opens it over SSH",
+        )
+    return Path(server.export_root)
 
 
 def _snapshot(state: State) -> tuple[object, ...]:
@@ -211,17 +258,19 @@ def rollback_versions(
 ) -> dict[str, str]:
     """Where rollback takes each board: --to, else its previous good version (pure).
 
-    exists: (image, version) checked by the caller, keyed "image@version".
+    exists: whether each board's own server holds the version, checked by the caller
+    (Fleet.has_versions), keyed "server:image@version": a board is never pointed at a version
+    its server lacks.
     """
     versions: dict[str, str] = {}
     for board in boards:
         want = to or state.board(board.name).previous_good()
         if want is None:
             raise UsageError(f"{board.name}: no earlier good version recorded", "pass --to ID")
-        if not exists.get(f"{board.image}@{want}", False):
+        if not exists.get(f"{board.server}:{board.image}@{want}", False):
             raise UsageError(
-                f"{board.name}: {board.image} has no version {want}",
-                f"see `netroot versions {board.image}`",
+                f"{board.name}: {board.image} has no version {want} on its server {board.server}",
+                f"see `netroot versions {board.image}`; export it there first",
             )
         versions[board.name] = want
     return versions

@@ -3,13 +3,46 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from netroot.fleet.outcome import Outcome, Result, from_smoke_status
 from netroot.inventory import Inventory
+
+
+def on_down_servers(
+    inventory: Inventory, down: Mapping[str, str], boards: Iterable[str]
+) -> dict[str, Result]:
+    """The boards whose NFS server is down: unreachable (against the budget), with why."""
+    out: dict[str, Result] = {}
+    for board in boards:
+        server = inventory.boards[board].server
+        if server in down:
+            out[board] = (Outcome.UNREACHABLE, f"its NFS server {server} is down: {down[server]}")
+    return out
+
+
+@dataclass
+class PastDownServers:
+    """The engine's fleet, less the boards of servers the export could not reach: those
+    are not switched (nothing to mount there) and count as unreachable."""
+
+    inner: Any  # the engine's Fleet (netroot.rollout.engine.Fleet)
+    inventory: Inventory
+    down: Mapping[str, str]
+
+    def switch(self, versions: Mapping[str, str], stagger: float) -> dict[str, Result]:
+        out = on_down_servers(self.inventory, self.down, versions)
+        rest = {b: v for b, v in versions.items() if b not in out}
+        if rest:
+            out.update(self.inner.switch(rest, stagger))
+        return out
+
+    def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Result]:
+        result: dict[str, Result] = self.inner.smoke(boards, versions)
+        return result
 
 
 @dataclass
@@ -50,14 +83,7 @@ class AnsibleFleet:
         return out
 
     def _server_down(self, boards: Mapping[str, str]) -> dict[str, Result]:
-        """The boards whose server is known to be down: unreachable, with the reason."""
-        out: dict[str, Result] = {}
-        for board in boards:
-            server = self.inventory.boards[board].server
-            if server in self.down:
-                why = f"its NFS server {server} is down: {self.down[server]}"
-                out[board] = (Outcome.UNREACHABLE, why)
-        return out
+        return on_down_servers(self.inventory, self.down, boards)
 
     def _run(self, versions: dict[str, str]) -> dict[str, Result]:
         from netroot.provision.service import provision

@@ -102,18 +102,28 @@ def run(
     Call with the writer's lock held. `engine_fleet` replaces the Ansible fleet (tests).
     become_checked: the caller ran `check_become` on the server and every planned board.
     """
-    from netroot.rollout.drive import AnsibleFleet
+    from netroot.export.fanout import Options, export_all
+    from netroot.rollout.drive import AnsibleFleet, PastDownServers
 
     state = fleet.load()  # again: the plan was read before the lock
     service.adopt_observed(state, planned.observed)
-    log(f"export {source} as {name} to {fleet.store.where} (current unchanged) ...")
-    exported = fleet.store.export(info, apply, name)
+    servers = fleet.inventory.servers_for(planned.boards)
+    where = ", ".join(fleet.root_of(s.name).where for s in servers)
+    log(f"export {source} as {name} to {where} (current unchanged) ...")
+    exported = export_all(servers, info, apply, name, Options(switch=False))
+    if not exported.done:  # nowhere to switch a board to: the rollout cannot start
+        raise exported.error()
+    for server, why in exported.failed.items():
+        log(f"{server}: the export failed ({why.message}): its boards count as failed")
     if exported.version != planned.plan.to_version:
         raise UsageError(f"{source} changed while planning", "run the rollout again")
     state.save()
     target = engine_fleet or AnsibleFleet(
         fleet.inventory, qpu_mode=qpu, checks_dir=checks, log=log, become_checked=become_checked
     )
+    down = {s: f"the export to it failed: {e.message}" for s, e in exported.failed.items()}
+    if down:
+        target = PastDownServers(target, fleet.inventory, down)
     result = run_rollout(planned.plan, state, target, source, log=log, name=name)
     released = not result.stopped and release_if_green(fleet, planned, name, result.results)
     return RolloutOutcome(result, released)
@@ -131,11 +141,8 @@ def release_if_green(
     targeted = [b.name for b in planned.boards]
     if not service.rollout_green([*results, *_unchanged_ok(planned.plan, state)], targeted):
         return False
-    version = planned.plan.to_version
-    if not fleet.store.has_versions(name, [version])[version]:
-        return False
-    fleet.store.switch_current(name, version)
-    return True
+    servers = [s.name for s in fleet.inventory.servers_for(planned.boards)]
+    return fleet.release(name, planned.plan.to_version, servers, f"netroot rollout {name}")
 
 
 def _unchanged_ok(plan: Plan, state: Any) -> list[BoardResult]:
@@ -153,12 +160,7 @@ def rollback_versions(fleet: Fleet, boards: list[Board], to: str | None) -> dict
     """Where each board goes back to (reads the state and the export tree)."""
     state = fleet.load()
     wanted = {to} if to else {state.board(b.name).previous_good() for b in boards}
-    versions = sorted(v for v in wanted if v)
-    exists = {
-        f"{image}@{v}": found
-        for image in sorted({b.image for b in boards})
-        for v, found in fleet.store.has_versions(image, versions).items()
-    }
+    exists = fleet.has_versions(boards, (v for v in wanted if v))
     return service.rollback_versions(boards, state, to, exists)
 
 

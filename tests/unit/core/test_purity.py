@@ -62,6 +62,7 @@ IO_MODULES = (
     "netroot.rollout.drive",  # provision + smoke on real boards, a batch at a time
     "netroot.rollout.runner",  # a rollout or rollback from plan to recorded result
     "netroot.export.remote",  # a remote export: ssh + rsync through adapters.server
+    "netroot.export.fanout",  # one export to several servers: export.remote's sessions, at once
     "netroot.fleet.remote",  # a remote root's state and lock: a helper session over ssh
 )
 FORBIDDEN = (
