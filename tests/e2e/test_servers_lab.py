@@ -134,7 +134,7 @@ def test_a_server_stopped_mid_rollout_fails_only_its_boards_and_a_rerun_finishes
         while running():
             state = load_state(lab.export_root)
             rollout = state.rollout
-            if rollout and rollout.to_version and rollout.finished is None:
+            if rollout and rollout.image == image and rollout.finished is None:
                 canary = state.board("pi-01")
                 if canary.phase == "smoking" and canary.mounted == rollout.to_version:
                     subprocess.run(["docker", "rm", "-f", "netroot-lab-nfs-02"], check=True,
