@@ -257,3 +257,13 @@ def moved_boards(plan: LabPlan, was: int) -> list[tuple[BoardPlan, int]]:
         if old != plan.server_of(board).index:
             moved.append((board, old))
     return moved
+
+
+def letting_go(plan: LabPlan, was: int) -> tuple[list[BoardPlan], list[BoardPlan]]:
+    """What must let go of its server when a lab of `was` servers becomes `plan`: the boards
+    with a disk whose old server goes away (they unmount their version), and the diskless
+    boards whose server changes (powered off: their root is the old server's)."""
+    staying = {s.index for s in plan.nfs}
+    moved = moved_boards(plan, was)
+    unmount = [b for b, old in moved if not b.netboot and old not in staying]
+    return unmount, [b for b, _ in moved if b.netboot]

@@ -19,7 +19,7 @@ from netroot.lab.plan import (
     SERVER_IMAGE,
     LabPlan,
     ServerPlan,
-    moved_boards,
+    letting_go,
     server_plan,
 )
 from netroot.paths import project_file
@@ -105,17 +105,13 @@ def _rehome(plan: LabPlan, was: int, report: Report) -> None:
     next netroot-mount could not unmount. One that stays mounts its new server at its next
     provision.
     """
-    staying = {s.index for s in plan.nfs}
-    quiesce = []
-    for board, old in moved_boards(plan, was):
-        files = BoardFiles(board.dir(plan.lab_dir))
-        if board.netboot:
-            if diskless.stop(files):
-                report(f"powered off {board.name} (moves from nfs-{old:02d} to "
-                       f"{plan.server_of(board).name}; provision boots it)")  # fmt: skip
-        elif old not in staying and boards.running_pid(files) is not None:
-            quiesce.append(board)
-    if not quiesce:
+    unmount, power_off = letting_go(plan, was)
+    for board in power_off:
+        if diskless.stop(BoardFiles(board.dir(plan.lab_dir))):
+            report(f"powered off {board.name} (its server is now {plan.server_of(board).name}: "
+                   "provision boots it from there)")  # fmt: skip
+    running = [b for b in unmount if boards.running_pid(BoardFiles(b.dir(plan.lab_dir)))]
+    if not running:
         return
     key, kh = plan.key, plan.known_hosts
 
@@ -123,9 +119,9 @@ def _rehome(plan: LabPlan, was: int, report: Report) -> None:
         argv = ready.ssh_argv(address, key, kh, boards.QUIESCE, user=BOARD_USER)
         return run(argv, check=False, timeout=60).returncode == 0
 
-    with ThreadPoolExecutor(max_workers=len(quiesce)) as pool:
-        done = list(pool.map(let_go, [b.address for b in quiesce]))
-    for board, ok in zip(quiesce, done, strict=True):
+    with ThreadPoolExecutor(max_workers=len(running)) as pool:
+        done = list(pool.map(let_go, [b.address for b in running]))
+    for board, ok in zip(running, done, strict=True):
         how = "unmounted its version" if ok else "could not unmount its version (not answering)"
         report(f"{board.name} moves to {plan.server_of(board).name}: {how}")
 

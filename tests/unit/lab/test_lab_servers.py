@@ -13,7 +13,7 @@ from netroot.errors import UsageError
 from netroot.inventory import parse
 from netroot.lab import render, seeds, servervm
 from netroot.lab.boards import BoardFiles
-from netroot.lab.plan import make_plan, moved_boards, stable_mac
+from netroot.lab.plan import letting_go, make_plan, moved_boards, stable_mac
 
 
 def _members(tar_bytes: bytes) -> dict[str, bytes]:
@@ -77,6 +77,23 @@ def test_boards_whose_server_changes_are_named_with_their_old_server() -> None:
     assert [(b.name, old) for b, old in moved_boards(two, 1)] == [("pi-02", 1)]
     assert [(b.name, old) for b, old in moved_boards(one, 2)] == [("pi-02", 2)]
     assert moved_boards(two, 2) == [] and moved_boards(one, 1) == []
+
+
+def test_only_boards_losing_their_server_unmount_and_moved_diskless_boards_power_off() -> None:
+    def names(plan_and_was: tuple[int, int, int]) -> tuple[list[str], list[str]]:
+        servers, was, netboot = plan_and_was
+        plan = make_plan(4, Path("/lab"), servers=servers, netboot=netboot)
+        unmount, power_off = letting_go(plan, was)
+        return [b.name for b in unmount], [b.name for b in power_off]
+
+    # Growing: pi-02 and pi-04 move to nfs-02, but nfs-01 stays: they remount at provision.
+    assert names((2, 1, 0)) == ([], [])
+    # Shrinking: nfs-02 goes away; its boards unmount first. A diskless board's root moves.
+    assert names((1, 2, 2)) == (["pi-02", "pi-04"], ["nb-02"])
+    assert names((2, 1, 2)) == ([], ["nb-02"])
+    # 3 -> 2: pi-03 (nfs-03 goes) unmounts; pi-04 (nfs-01 -> nfs-02) remounts at provision.
+    assert names((2, 3, 0)) == (["pi-03"], [])
+    assert names((2, 2, 2)) == ([], [])
 
 
 @pytest.mark.parametrize(
