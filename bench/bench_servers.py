@@ -90,7 +90,9 @@ def bench_netboot(boards: int, diskless: int) -> dict[str, Any]:
     netroot_on_lab("provision", "lab_netboot")
     one = _storm(names)
     # The boards moving to nfs-02 are powered off by `lab up`; provision serves and boots them.
-    service.up(boards, _quiet, netboot=diskless, servers=2)
+    plan = service.up(boards, _quiet, netboot=diskless, servers=2)
+    for srv in plan.nfs:  # the image into each server's root (nfs-01's: already there)
+        netroot_on_lab("export", NETBOOT_IMAGE, "--root", str(srv.export_root))
     netroot_on_lab("provision", "lab_netboot")
     two = _storm(names)
     return {"diskless": diskless, "one_server_s": one, "two_servers_s": two,
