@@ -24,7 +24,9 @@ EXPORT_EPILOG = (
     "(unknown image, not a tar, unsafe archive member, unwritable root), 5 Docker engine "
     "unreachable or disk full. A remote export root (netroot_export_remote) adds: 3 the tree "
     "sent differs from its manifest on the server, 4 server unreachable over SSH, 6 another "
-    "export of that name runs there."
+    "export of that name runs there. With several NFS servers the version goes to each server "
+    "serving a board of the image (all at once); one that fails exits with its code once the "
+    "others are done (their `current` moved)."
 )
 
 
@@ -59,6 +61,17 @@ def _remote_server(app: AppContext, root: Path | None) -> Any:
     if inv is not None and inv.servers and inv.server.remote:
         return inv.server
     return None
+
+
+def _several(app: AppContext, root: Path | None) -> list[Any] | None:
+    """The inventory's NFS servers when it lists several (no --root given): each is
+    worked on (netroot.cli.several); None: one export root, as always."""
+    if root is not None:
+        return None
+    inv = _inventory_or_none(app)
+    if inv is None or len(inv.servers) < 2:
+        return None
+    return list(inv.servers.values())
 
 
 def _protected(app: AppContext, name: str) -> set[str]:
@@ -148,7 +161,8 @@ def export(
     from netroot.export import service
 
     app = get(ctx)
-    server = _remote_server(app, root)
+    several = _several(app, root)
+    server = None if several else _remote_server(app, root)
     export_root = Path(server.export_root) if server else _root(app, root)
     with _progress(app) as bar:
         # The bar is up while the source is read to identify it (a whole archive is hashed).
@@ -156,6 +170,13 @@ def export(
         name = name or name_for(source, info)
         protected = _protected(app, name) if keep else set()
         bar.total(info.size)
+        if several:
+            from netroot.cli import several as on_several
+            from netroot.export.fanout import Options
+
+            fan = Options(True, keep, keep_host_keys, frozenset(protected), bar.callback)
+            targets = on_several.servers_for_image(app.inventory(), name)
+            return on_several.export(app, targets, info, apply, name, fan, as_json)
         options: dict[str, Any] = {
             "keep": keep,
             "keep_host_keys": keep_host_keys,
@@ -234,6 +255,11 @@ def versions(
     from netroot.export import service
 
     app = get(ctx)
+    several = _several(app, root)
+    if several:
+        from netroot.cli import several as on_several
+
+        return on_several.versions(app, several, name, as_json)
     server = _remote_server(app, root)
     if server is not None:  # listed on the server, by the export's helper
         from netroot.export.remote import versions_remote
@@ -280,6 +306,11 @@ def verify(
 
     app = get(ctx)
     name, vid = _split(target)
+    several = _several(app, root)
+    if several:
+        from netroot.cli import several as on_several
+
+        return on_several.verify(app, several, name, vid, as_json)
     server = _remote_server(app, root)
     if server is not None:  # re-hashed on the server, by the export's helper
         from netroot.export.remote import verify_remote
@@ -324,6 +355,11 @@ def prune(
     from netroot.export import service
 
     app = get(ctx)
+    several = _several(app, root)
+    if several:
+        from netroot.cli import several as on_several
+
+        return on_several.prune(app, several, name, keep, _protected(app, name), as_json)
     server = _remote_server(app, root)
     if server is not None:  # pruned on the server, under the export's lock there
         from netroot.export.remote import prune_remote

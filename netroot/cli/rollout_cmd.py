@@ -21,7 +21,11 @@ ROLLOUT_HELP = (
     "the WHOLE rollout, not per batch; a board that cannot be reached counts as failed; a "
     "batch in which every board fails is judged by the same budget. Failed boards go back on "
     "their last good version. One writer at a time: a rollout, rollback or provision running "
-    "on the same export root (from any control host) makes this one exit 6 naming it."
+    "on the same export root (from any control host) makes this one exit 6 naming it.\n\n"
+    "Several NFS servers: the version goes to each targeted board's own server; a batch holds "
+    "at most netroot_server_reboot_batch boards of one server; the boards of a server that "
+    "cannot be reached count as unreachable against the budget (never the canary), the others "
+    "go on, and the same command run again once it is back finishes the job."
 )
 ROLLOUT_EPILOG = (
     "Exit codes: 0 every board on the new version and smoked green, 1 stopped (budget spent or "
@@ -150,7 +154,7 @@ def rollout(
         if not dry_run:
             app.out.info("nothing to do: every board already runs this version, smoked green")
             with fleet.locked(_command_line(), break_lock=break_lock):
-                released = runner.release_if_green(fleet, planned, name)
+                released = runner.release_if_green(fleet, planned, name, log=app.out.info)
             if released:
                 app.out.info(f"{name}: current -> {planned.plan.to_version}")
         if as_json:
@@ -161,7 +165,8 @@ def rollout(
     # The boards planning observed just ran its probe through sudo -n: not asked again.
     inv = fleet.inventory
     observed = [b for b, facts in planned.observed.items() if facts is not None]
-    check_become(inv, [inv.server.name, *(b.name for b in planned.boards)], proven=observed)
+    servers = [s.name for s in inv.servers_for(planned.boards)]  # each board's own server
+    check_become(inv, [*servers, *(b.name for b in planned.boards)], proven=observed)
     _confirm(yes, f"roll {planned.plan.to_version} out to {len(planned.plan.boards)} boards?")
     with fleet.locked(_command_line(), break_lock=break_lock):
         outcome = runner.run(
@@ -203,7 +208,8 @@ def rollback(
     boards = fleet.inventory.resolve(targets)
     fleet.refuse_if_locked(break_lock=break_lock)
     versions = runner.rollback_versions(fleet, boards, to)
-    check_become(fleet.inventory, [fleet.inventory.server.name, *versions])
+    servers = [s.name for s in fleet.inventory.servers_for(boards)]
+    check_become(fleet.inventory, [*servers, *versions])
     _confirm(yes, "roll back " + ", ".join(f"{b} to {v}" for b, v in versions.items()) + "?")
     with fleet.locked(_command_line(), break_lock=break_lock):
         results = runner.rollback(fleet, boards, to, app.out.info, become_checked=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import typer
 
@@ -14,6 +15,17 @@ def _ago(ts: float | None) -> str:
         return "-"
     secs = int(time.time() - ts)
     return f"{secs}s ago" if secs < 120 else f"{secs // 60}m ago"
+
+
+def _servers(inv: Any, boards: list[Any], down: dict[str, str]) -> dict[str, Any]:
+    """Which boards hang off which server, which server is the fleet's home, which is down."""
+    home = inv.server.name if inv.servers else None
+    return {
+        name: {"address": server.address, "home": name == home,
+               "boards": [b.name for b in boards if b.server == name]}
+        | ({"error": down[name]} if name in down else {})
+        for name, server in inv.servers.items()
+    }  # fmt: skip
 
 
 def status(
@@ -32,16 +44,31 @@ def status(
     boards = inv.resolve(targets) if targets else list(inv.boards.values())
     state = fleet.load()  # read-only: status never waits for, nor takes, the writer's lock
     # Observe every board (one SSH round trip each), then compare with the state and the rule.
-    rows = board_status(boards, state, observe_all(boards), fleet.desired(boards, state))
+    down: dict[str, str] = {}  # a server that is down: its boards' drift says so
+    wanted = fleet.desired(boards, state, down)
+    rows = board_status(boards, state, observe_all(boards), wanted, down)
+    several = len(inv.servers) > 1  # one server: the table as it always was
     if as_json:
-        app.out.json({"boards": [r.to_dict() for r in rows]})
+        app.out.json(
+            {"boards": [r.to_dict() for r in rows], "servers": _servers(inv, boards, down)}
+        )
     else:
         app.out.table(
             "boards",
-            ["board", "reachable", "should run", "mounted", "last smoke", "phase", "drift"],
+            [
+                "board",
+                *(["server"] if several else []),
+                "reachable",
+                "should run",
+                "mounted",
+                "last smoke",
+                "phase",
+                "drift",
+            ],
             [
                 [
                     r.board,
+                    *([r.server] if several else []),
                     "yes" if r.reachable else "NO",
                     f"{r.should_run or '-'} ({r.should_run_by})",
                     r.mounted or "-",

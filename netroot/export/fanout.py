@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import queue
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,13 +54,21 @@ class Fanout:
     def error(self) -> NetrootError:
         """One error naming every server that lacks the version, with the worst exit code."""
         reasons = "; ".join(f"{n}: {e.message}" for n, e in self.failed.items())
-        code = worst(e.code for e in self.failed.values())
         done = f"; it is on {', '.join(self.done)}" if self.done else ""
         return NetrootError(
             f"version {self.version} is not on {', '.join(self.failed)} ({reasons}){done}",
             "fix those servers and export again: the servers that have it are left as they are",
-            code if code != Exit.OK else Exit.FAILED,
+            exit_code(self.failed.values()),
         )
+
+
+def exit_code(errors: Iterable[NetrootError]) -> Exit:
+    """The code of several servers' failures: theirs when they agree, else the worst."""
+    codes = {e.code for e in errors}
+    if len(codes) == 1:
+        return codes.pop()
+    code = worst(codes)
+    return code if code != Exit.OK else Exit.FAILED
 
 
 @dataclass(frozen=True)

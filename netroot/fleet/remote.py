@@ -48,12 +48,17 @@ class RemoteRoot:
         self.server = server
         self._session: _Session | None = None
         self._mutex = threading.Lock()  # one request at a time: the command's and the pings
+        self._held = False  # this session holds the writer's lock
 
     @property
     def where(self) -> str:
         return f"{self.server.name}:{self.server.export_root}"
 
     def _open(self) -> _Session:
+        if self._session is not None and self._session.proc.poll() is not None and not self._held:
+            # The server went away (and is back, or the request says it is not): a session
+            # holding no lock is opened again, one holding the lock never (it is lost).
+            self.close()
         if self._session is None:
             from netroot.export.remote import lib_dir, remote_target, ship_helper
 
@@ -92,6 +97,7 @@ class RemoteRoot:
     @contextlib.contextmanager
     def locked(self, command: str, *, break_lock: bool) -> Iterator[None]:
         self._ask("taking the writer's lock", "lock", command=command, break_lock=break_lock)
+        self._held = True
         # The helper releases the lock of a holder silent for IDLE seconds (a control host
         # whose network vanished leaves no EOF): ping while the command works.
         stop = threading.Event()
@@ -102,6 +108,7 @@ class RemoteRoot:
         finally:
             stop.set()
             beat.join()
+            self._held = False
             if self._session is not None and self._session.proc.poll() is None:
                 self._ask("releasing the writer's lock", "unlock")
 

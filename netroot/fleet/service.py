@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -114,14 +114,27 @@ class Fleet:
         """The image's release pointer `current` on a server (default: the fleet home)."""
         return (self.root_of(server) if server else self.store).current(image)
 
-    def desired(self, boards: Iterable[Board], state: State) -> dict[str, Desired]:
-        """Each board's version; a never-assigned board follows its own server's `current`."""
+    def desired(
+        self, boards: Iterable[Board], state: State, down: dict[str, str] | None = None
+    ) -> dict[str, Desired]:
+        """Each board's version; a never-assigned board follows its own server's `current`.
+
+        down: given, a server whose `current` cannot be read is recorded there (server ->
+        why) and its boards are decided without it, instead of failing the whole call.
+        """
         assigned = {n: b.assigned for n, b in state.boards.items()}
         listed = list(boards)
         out: dict[str, Desired] = {}
         for server in dict.fromkeys(b.server for b in listed):
             mine = [b for b in listed if b.server == server]
-            out |= desired_all(mine, assigned, functools.partial(self.current_of, server=server))
+            current = functools.partial(self.current_of, server=server)
+            try:
+                out |= desired_all(mine, assigned, current)
+            except NetrootError as exc:
+                if down is None or not server:
+                    raise
+                down[server] = exc.message
+                out |= desired_all(mine, assigned, lambda _image: None)
         return {b.name: out[b.name] for b in listed}
 
     def has_versions(self, boards: Iterable[Board], versions: Iterable[str]) -> dict[str, bool]:
@@ -135,19 +148,37 @@ class Fleet:
             for v, found in self.root_of(server).has_versions(image, wanted).items()
         }
 
-    def release(self, image: str, version: str, servers: Iterable[str], command: str) -> bool:
+    def release(
+        self, image: str, version: str, servers: Iterable[str], command: str,
+        log: Callable[[str], None] = lambda _m: None,
+    ) -> bool:  # fmt: skip
         """Move `current` to `version` on every server, if every one holds it (call with the
-        writer's lock held: another server's root is locked only while its pointer moves)."""
-        roots = [self.root_of(s) for s in dict.fromkeys(servers)]
-        if not all(r.has_versions(image, [version])[version] for r in roots):
-            return False
-        for root in {r.where: r for r in roots}.values():
-            if root.where == self.store.where:
-                root.switch_current(image, version)
-                continue
-            with root.locked(f"{command} (releasing {image} {version})", break_lock=False):
-                root.switch_current(image, version)
-        return True
+        writer's lock held: another server's root is locked only while its pointer moves).
+
+        A server that cannot be reached is not released (False, and why in `log`); the next
+        run releases it, the servers already moved staying as they are.
+        """
+        roots = {s: self.root_of(s) for s in dict.fromkeys(servers)}
+        moved = True
+        for server, root in roots.items():
+            try:
+                if not root.has_versions(image, [version])[version]:
+                    log(f"{server}: has no {image} {version}: current not moved")
+                    return False
+            except NetrootError as exc:
+                log(f"{server}: {exc.message}: current not moved there (run it again)")
+                return False
+        for server, root in {r.where: (s, r) for s, r in roots.items()}.values():
+            try:
+                if root.where == self.store.where:
+                    root.switch_current(image, version)
+                    continue
+                with root.locked(f"{command} (releasing {image} {version})", break_lock=False):
+                    root.switch_current(image, version)
+            except NetrootError as exc:
+                log(f"{server}: {exc.message}: current not moved there (run it again)")
+                moved = False
+        return moved
 
     def protected(self, image: str) -> set[str]:
         """Versions of `image` that prune must keep (reads the state; never locks)."""

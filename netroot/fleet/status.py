@@ -25,6 +25,7 @@ class BoardStatus:
     phase: str
     drift: str  # "" when in line, else what differs
     error: str = ""
+    server: str = ""  # the NFS server it mounts or boots from (netroot_nfs_server)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -41,13 +42,20 @@ def board_status(
     state: State,
     observed: Mapping[str, tuple[BoardFacts | None, str]],
     desired: Mapping[str, Desired],
+    down: Mapping[str, str] | None = None,
 ) -> list[BoardStatus]:
-    """Combine inventory, recorded state and observed facts (pure)."""
+    """Combine inventory, recorded state and observed facts (pure).
+
+    down: NFS servers that could not be read (server -> why): their boards' drift says so.
+    """
     rows = []
     for board in boards:
         st = state.boards.get(board.name)
         facts, error = observed[board.name]
         should = desired[board.name].version
+        drift = _drift(should, facts)
+        if down and board.server in down:
+            drift = f"its NFS server {board.server} cannot be read: {down[board.server]}"
         rows.append(
             BoardStatus(
                 board=board.name,
@@ -59,8 +67,9 @@ def board_status(
                 last_smoke=st.smoke_status if st else None,
                 last_smoke_time=st.smoke_time if st else None,
                 phase=st.phase if st else "idle",
-                drift=_drift(should, facts),
+                drift=drift,
                 error=error,
+                server=board.server,
             )
         )
     return rows

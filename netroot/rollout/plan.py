@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from netroot.errors import UsageError
 
@@ -158,3 +158,24 @@ def after_batch(plan: Plan, batch_index: int, failed: int, batch_failed: int) ->
     if batch_index + 1 >= len(plan.batches):
         return Decision(False, "all batches done")
     return Decision(True, f"{failed} failed, {allowed}")
+
+
+def defer(plan: Plan, boards: Collection[str]) -> Plan:
+    """The plan with `boards` moved to one last batch: their NFS server is down, so they fail
+    without being switched, and a board that cannot run the version is never the canary (the
+    canary batch is refilled, in order, from the next batches)."""
+    later = tuple(s for b in plan.batches for s in b if s.board in boards)
+    if not later:
+        return plan
+    kept = [[s for s in b if s.board not in boards] for b in plan.batches]
+    if plan.canary and kept:
+        rest = [s for b in kept[1:] for s in b]
+        while len(kept[0]) < plan.canary and rest:
+            taken = rest.pop(0)
+            kept[0].append(taken)
+            for b in kept[1:]:
+                if taken in b:
+                    b.remove(taken)
+    batches = (*(tuple(b) for b in kept if b), later)
+    canary = min(plan.canary, len(kept[0])) if kept and kept[0] else 0
+    return replace(plan, batches=batches, canary=canary)

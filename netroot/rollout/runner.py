@@ -20,7 +20,7 @@ from netroot.fleet import service
 from netroot.fleet.service import Fleet
 from netroot.inventory import Board
 from netroot.rollout.engine import BoardResult, RolloutResult, run_rollback, run_rollout
-from netroot.rollout.plan import Count, Pacing, Plan, make_plan
+from netroot.rollout.plan import Count, Pacing, Plan, defer, make_plan
 
 Log = Callable[[str], None]
 Observe = Callable[[list[Board]], Mapping[str, Any]]  # board -> BoardFacts, None: unreachable
@@ -115,23 +115,26 @@ def run(
         raise exported.error()
     for server, why in exported.failed.items():
         log(f"{server}: the export failed ({why.message}): its boards count as failed")
-    if exported.version != planned.plan.to_version:
+    if exported.manifest.version != planned.plan.to_version:
         raise UsageError(f"{source} changed while planning", "run the rollout again")
     state.save()
     target = engine_fleet or AnsibleFleet(
         fleet.inventory, qpu_mode=qpu, checks_dir=checks, log=log, become_checked=become_checked
     )
     down = {s: f"the export to it failed: {e.message}" for s, e in exported.failed.items()}
+    plan = planned.plan
     if down:
         target = PastDownServers(target, fleet.inventory, down)
-    result = run_rollout(planned.plan, state, target, source, log=log, name=name)
-    released = not result.stopped and release_if_green(fleet, planned, name, result.results)
+        plan = defer(plan, [b.name for b in planned.boards if b.server in down])
+    result = run_rollout(plan, state, target, source, log=log, name=name)
+    released = not result.stopped and release_if_green(fleet, planned, name, result.results, log)
     return RolloutOutcome(result, released)
 
 
 def release_if_green(
-    fleet: Fleet, planned: PlannedRollout, name: str, results: Sequence[BoardResult] = ()
-) -> bool:
+    fleet: Fleet, planned: PlannedRollout, name: str, results: Sequence[BoardResult] = (),
+    log: Log = lambda _m: None,
+) -> bool:  # fmt: skip
     """Move `current` to the rollout's version when every targeted board runs it green.
 
     Also what a rerun with nothing left to switch does (a controller that died after the
@@ -142,7 +145,7 @@ def release_if_green(
     if not service.rollout_green([*results, *_unchanged_ok(planned.plan, state)], targeted):
         return False
     servers = [s.name for s in fleet.inventory.servers_for(planned.boards)]
-    return fleet.release(name, planned.plan.to_version, servers, f"netroot rollout {name}")
+    return fleet.release(name, planned.plan.to_version, servers, f"netroot rollout {name}", log)
 
 
 def _unchanged_ok(plan: Plan, state: Any) -> list[BoardResult]:

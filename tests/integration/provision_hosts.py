@@ -69,6 +69,11 @@ NEEDS_HOSTS = [
     pytest.mark.integration,
     pytest.mark.skipif(bool(available()), reason=available() or "ok"),
 ]
+# A remote export root: the hosts, and rsync on this control host.
+NEEDS_RSYNC = [
+    *NEEDS_HOSTS,
+    pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync is not installed"),
+]
 
 
 def _sh(*argv: str) -> None:
@@ -160,6 +165,25 @@ def netns_host(workdir: Path) -> Iterator[NetnsHost]:
         for pid_file in (workdir / "ganesha.pid", *reversed(pids)):
             _stop(pid_file)
         subprocess.run(["ip", "netns", "del", netns], check=False, capture_output=True)
+
+
+def stop_sshd(host: NetnsHost) -> None:
+    """The server is down for netroot: its sshd and every session it serves are gone (each
+    process of this test's namespace that is an sshd, by pid), new connections refused."""
+    pids = subprocess.run(["ip", "netns", "pids", host.netns], capture_output=True, text=True)
+    for pid in (int(p) for p in pids.stdout.split()):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "sshd":
+                os.kill(pid, 9)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    host.exec("bash", "-c", f"while echo > /dev/tcp/{host.address}/22; do sleep 0.05; done")
+
+
+def start_sshd(host: NetnsHost) -> None:
+    cfg, log = host.workdir / "sshd_config", host.workdir / "sshd.log"
+    host.exec("/usr/sbin/sshd", "-f", str(cfg), "-E", str(log))
+    host.exec("bash", "-c", f"until echo > /dev/tcp/{host.address}/22; do sleep 0.05; done")
 
 
 def write_inventory(path: Path, data: Mapping[str, Any]) -> Path:

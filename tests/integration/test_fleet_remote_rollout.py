@@ -8,30 +8,22 @@ other resumes it from the state kept on the server.
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
 
-from netroot.cli.source import open_source
 from netroot.fleet.outcome import Outcome, Result
-from netroot.fleet.remote import RemoteRoot, open_fleet
+from netroot.fleet.remote import RemoteRoot
 from netroot.fleet.service import Fleet
-from netroot.inventory import load
 from netroot.remote.fleet import STATE_NAME
 from netroot.rollout import runner
-from netroot.rollout.plan import Count
-from tests.integration.provision_hosts import NEEDS_HOSTS, NetnsHost, netns_host, write_inventory
+from tests.integration.provision_hosts import NEEDS_RSYNC, NetnsHost, netns_host
+from tests.unit.core import fleetkit as kit
 from tests.unit.core.fleetkit import FakeBoards
-from tests.unit.export.tarbuild import Spec, write_tar
 
-pytestmark = [
-    *NEEDS_HOSTS,
-    pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync is not installed"),
-]
+pytestmark = NEEDS_RSYNC
 BOARDS = ["pi-01", "pi-02", "pi-03"]
 
 
@@ -68,23 +60,16 @@ class Site:
 
     def control(self, name: str, monkeypatch: pytest.MonkeyPatch) -> Fleet:
         """A control host's fleet (its own inventory copy and export mirror)."""
-        work = self.tmp / name
-        work.mkdir(exist_ok=True)
-        monkeypatch.setenv("NETROOT_CACHE", str(work / "cache"))
-        fleet = open_fleet(load(write_inventory(work / "inventory.yml", self.data)))
+        fleet: Fleet = kit.open_control(self.tmp, name, self.data, monkeypatch)
         assert isinstance(fleet.store, RemoteRoot)
         self.opened.append(fleet)
         return fleet
 
     def current(self) -> str | None:
-        try:
-            return Path(os.readlink(self.root / "raspbian" / "current")).name
-        except OSError:
-            return None
+        return kit.current_link(self.root)
 
     def image(self, tag: str) -> str:
-        specs = [Spec("etc", "d", mode=0o755), Spec("etc/netroot-stamp", data=tag.encode())]
-        return str(write_tar(self.tmp / f"{tag}.tar", specs))
+        return kit.stamped_image(self.tmp, tag)
 
 
 @pytest.fixture
@@ -97,16 +82,8 @@ def site(host: NetnsHost, tmp_path: Path) -> Iterator[Site]:
 
 
 def _rollout(fleet: Fleet, boards: FakeBoards, source: str) -> runner.RolloutOutcome:
-    info, apply = open_source(source)
-    planned = runner.plan_rollout(
-        fleet, fleet.inventory.resolve(["boards"]), info, "raspbian", 1,
-        Count(1, False), Count(0, False), 0.0, lambda _m: None, observe=boards.observe,
-    )  # fmt: skip
-    with fleet.locked("netroot rollout test"):
-        return runner.run(
-            fleet, planned, source, info, apply, "raspbian", "skip", None, lambda _m: None,
-            engine_fleet=boards,
-        )  # fmt: skip
+    out: runner.RolloutOutcome = kit.rollout(fleet, boards, source)
+    return out
 
 
 class DiesAfter(FakeBoards):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -93,3 +94,56 @@ def snapshot(root: Path) -> dict[str, bytes | str]:
         else:
             out[rel] = "dir"
     return out
+
+
+def stamped_image(where: Path, tag: str) -> str:
+    """A tiny rootfs tar whose content (and so version) is `tag`'s."""
+    from tests.unit.export.tarbuild import Spec, write_tar
+
+    specs = [Spec("etc", "d", mode=0o755), Spec("etc/netroot-stamp", data=tag.encode())]
+    return str(write_tar(where / f"{tag}.tar", specs))
+
+
+def current_link(root: Path, image: str = "raspbian") -> str | None:
+    """The version `current` points to under an export root (None: no current)."""
+    try:
+        return Path(os.readlink(root / image / "current")).name
+    except OSError:
+        return None
+
+
+def rollout(
+    fleet: Any, boards: FakeBoards, source: str, *, batch: int = 1, max_fail: str = "0",
+    log: list[str] | None = None,
+) -> Any:  # fmt: skip
+    """A rollout of `source` to every board, as the CLI runs it (under the fleet's lock)."""
+    from netroot.cli.source import open_source
+    from netroot.rollout import runner
+    from netroot.rollout.plan import Count
+
+    info, apply = open_source(source)
+    say: Any = log.append if log is not None else lambda _m: None
+    planned = runner.plan_rollout(
+        fleet, fleet.inventory.resolve(["boards"]), info, "raspbian", 1, Count(batch, False),
+        Count.parse(max_fail, "--max-fail"), 0.0, say, observe=boards.observe,
+    )  # fmt: skip
+    with fleet.locked("netroot rollout test"):
+        return runner.run(
+            fleet, planned, source, info, apply, "raspbian", "skip", None, say,
+            engine_fleet=boards,
+        )  # fmt: skip
+
+
+def open_control(tmp: Path, name: str, data: Mapping[str, Any], monkeypatch: Any) -> Any:
+    """A control host's fleet: its own copy of the inventory `data` and its own export mirror."""
+    import yaml
+
+    from netroot.fleet.remote import open_fleet
+    from netroot.inventory import load
+
+    work = tmp / name
+    work.mkdir(exist_ok=True)
+    monkeypatch.setenv("NETROOT_CACHE", str(work / "cache"))
+    # Inventory order kept: the first server is the fleet home.
+    (work / "inventory.yml").write_text(yaml.safe_dump(dict(data), sort_keys=False))
+    return open_fleet(load(work / "inventory.yml"))

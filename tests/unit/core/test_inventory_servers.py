@@ -78,8 +78,10 @@ def test_group_var_places_boards() -> None:
 
 
 def test_fleet_home_marked_and_only_once() -> None:
-    servers = {"nfs-01": {"ansible_host": "10.0.0.2"},
-               "nfs-02": {"ansible_host": "10.0.0.3", "netroot_fleet_home": True}}  # fmt: skip
+    servers: dict[str, dict[str, Any]] = {
+        "nfs-01": {"ansible_host": "10.0.0.2"},
+        "nfs-02": {"ansible_host": "10.0.0.3", "netroot_fleet_home": True},
+    }
     assert parse(two({}, servers), P).server.name == "nfs-02"
     servers["nfs-01"]["netroot_fleet_home"] = True
     with pytest.raises(InventoryError, match="netroot_fleet_home is true on several"):

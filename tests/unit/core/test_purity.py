@@ -63,6 +63,7 @@ IO_MODULES = (
     "netroot.rollout.runner",  # a rollout or rollback from plan to recorded result
     "netroot.export.remote",  # a remote export: ssh + rsync through adapters.server
     "netroot.export.fanout",  # one export to several servers: export.remote's sessions, at once
+    "netroot.export.onservers",  # versions/verify/prune on each server (export.remote's helper)
     "netroot.fleet.remote",  # a remote root's state and lock: a helper session over ssh
 )
 FORBIDDEN = (

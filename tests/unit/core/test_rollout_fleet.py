@@ -88,3 +88,37 @@ def test_later_batches_leave_the_server_configured(tmp_path: Path) -> None:
     fleet.switch({"pi-a": V}, 0.0)
     fleet.switch({"pi-b": V}, 0.0)
     assert playbooks == ["site.yml", "boards.yml"]
+
+
+def _server_unreachable() -> list[dict[str, Any]]:
+    """The server's first task cannot reach it; the boards' play then fails on them."""
+    res = {"unreachable": True, "msg": "Failed to connect to the host via ssh: Connection refused"}
+    fail = {"failed": True, "msg": "'dict object' has no attribute 'netroot_nfs_server_exported'"}
+    return [
+        {"event": "runner_on_unreachable",
+         "event_data": {"host": "nfs-t", "task": "Read the server's state", "res": res}},
+        *({"event": "runner_on_failed",
+           "event_data": {"host": b, "task": "Check the version is exported", "res": fail}}
+          for b in ("pi-a", "pi-b")),
+        {"event": "playbook_on_stats",
+         "event_data": {"dark": {"nfs-t": 1}, "failures": {"pi-a": 1, "pi-b": 1},
+                        "ok": {}, "changed": {}, "skipped": {}, "rescued": {}, "ignored": {}}},
+    ]  # fmt: skip
+
+
+def test_a_server_unreachable_in_a_batch_fails_its_boards_as_unreachable(tmp_path: Path) -> None:
+    runs: list[tuple[str, ...]] = []
+    replay = _replay(_server_unreachable(), 4)
+
+    def runner(plan: RunPlan, handle: Callable[[Mapping[str, Any]], None]) -> Any:
+        runs.append(plan.boards)
+        return replay(plan, handle)
+
+    fleet = AnsibleFleet(_inventory(tmp_path), runner=runner)
+    switched = fleet.switch({"pi-a": V}, 0.0)
+    assert switched["pi-a"][0] == Outcome.UNREACHABLE
+    assert "its NFS server nfs-t is down" in switched["pi-a"][1]
+    assert "Connection refused" in switched["pi-a"][1]
+    # The next batch of that server is not run at all: nothing to mount from.
+    later = fleet.switch({"pi-b": V}, 0.0)
+    assert later["pi-b"][0] == Outcome.UNREACHABLE and runs == [("pi-a",)]

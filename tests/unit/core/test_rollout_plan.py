@@ -90,3 +90,17 @@ def test_no_pacing_is_todays_split() -> None:
     boards = ["a", "b", "c", "d", "e"]
     plan = make_plan(boards, {}, "v2", canary=1, batch=Count(2, False))
     assert [[s.board for s in b] for b in plan.batches] == [["a"], ["b", "c"], ["d", "e"]]
+
+
+def test_boards_of_a_down_server_go_last_and_are_never_the_canary() -> None:
+    from netroot.rollout.plan import defer
+
+    boards = ["a1", "a2", "b1", "b2", "b3"]
+    plan = make_plan(boards, {}, "v2", canary=1, batch=Count(2, False), max_fail=Count(2, False))
+    assert [[s.board for s in b] for b in plan.batches] == [["a1"], ["a2", "b1"], ["b2", "b3"]]
+    moved = defer(plan, {"a1", "a2"})
+    assert [[s.board for s in b] for b in moved.batches] == [["b1"], ["b2", "b3"], ["a1", "a2"]]
+    assert (moved.canary, moved.max_failures) == (1, 2)
+    assert defer(plan, set()) is plan
+    everyone = defer(plan, set(boards))
+    assert everyone.canary == 0 and [len(b) for b in everyone.batches] == [5]
