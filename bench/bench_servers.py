@@ -90,9 +90,8 @@ def bench_netboot(boards: int, diskless: int) -> dict[str, Any]:
     netroot_on_lab("provision", "lab_netboot")
     one = _storm(names)
     # The boards moving to nfs-02 are powered off by `lab up`; provision serves and boots them.
-    plan = service.up(boards, _quiet, netboot=diskless, servers=2)
-    for srv in plan.nfs:  # the image into each server's root (nfs-01's: already there)
-        netroot_on_lab("export", NETBOOT_IMAGE, "--root", str(srv.export_root))
+    service.up(boards, _quiet, netboot=diskless, servers=2)
+    netroot_on_lab("export", NETBOOT_IMAGE)  # to nfs-02 too (a no-op where it is)
     netroot_on_lab("provision", "lab_netboot")
     two = _storm(names)
     return {"diskless": diskless, "one_server_s": one, "two_servers_s": two,
