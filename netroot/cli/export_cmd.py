@@ -163,7 +163,10 @@ def export(
     app = get(ctx)
     several = _several(app, root)
     server = None if several else _remote_server(app, root)
-    export_root = Path(server.export_root) if server else _root(app, root)
+    # Several servers: each its own root (netroot.cli.several); else the one root.
+    export_root = (
+        DEFAULT_ROOT if several else Path(server.export_root) if server else _root(app, root)
+    )
     with _progress(app) as bar:
         # The bar is up while the source is read to identify it (a whole archive is hashed).
         info, apply = open_source(source, "docker-export" if stream else "auto", bar.callback)

@@ -36,7 +36,7 @@ def _fail_if_any(failed: dict[str, NetrootError], what: str) -> None:
 
 
 def export(
-    app: AppContext, servers: list[NfsServer], info: Any, apply: Callable[[Any], None],
+    app: AppContext, servers: list[NfsServer], info: Any, apply: Callable[[Any], Any],
     name: str, options: Any, as_json: bool,
 ) -> None:  # fmt: skip
     """Export to every server at once; each server's outcome, then the failures' exit code."""

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from netroot.errors import UsageError
-from netroot.export.sources import SourceInfo
+from netroot.export.sources import SourceInfo, SourceRead
 
 
 def open_source(
     source: str, via: str = "auto", progress: Callable[[int, int], None] | None = None
-) -> tuple[SourceInfo, Callable[[Any], None]]:
+) -> tuple[SourceInfo, Callable[[Any], SourceRead]]:
     """What the source is, and a function that writes its members into a Writer.
 
     For an image, `via` is `auto` (the engine's layer dirs when readable, else `docker
@@ -28,8 +28,8 @@ def open_source(
     if path.exists():
         info = sources.inspect_archive(path, progress)
 
-        def apply_archive(writer: Any) -> None:
-            sources.apply_archive(info, writer)
+        def apply_archive(writer: Any) -> SourceRead:
+            return sources.apply_archive(info, writer)
 
         return info, apply_archive
     from netroot.adapters import docker
@@ -48,9 +48,9 @@ def open_source(
         layers=list(image.layers),
     )
 
-    def write_image(writer: Any) -> None:
+    def write_image(writer: Any) -> SourceRead:
         with docker.image_files(client, image) as (dirs, open_stream):
-            apply_image(info, dirs, open_stream, writer, via, docker.docker_errors())
+            return apply_image(info, dirs, open_stream, writer, via, docker.docker_errors())
 
     return info, write_image
 

@@ -89,7 +89,7 @@ class Options:
 def export_all(
     servers: Sequence[NfsServer],
     info: SourceInfo,
-    apply: Callable[[Any], None],
+    apply: Callable[[Any], Any],
     name: str,
     options: Options = Options(),
     mirror: Path | None = None,
@@ -105,7 +105,7 @@ def export_all(
 
 
 def _local(
-    servers: Sequence[NfsServer], info: SourceInfo, apply: Callable[[Any], None], name: str,
+    servers: Sequence[NfsServer], info: SourceInfo, apply: Callable[[Any], Any], name: str,
     options: Options, out: Fanout,
 ) -> None:  # fmt: skip
     by_path: dict[Path, str] = {}
@@ -130,7 +130,7 @@ def _local(
 
 
 def _remote(
-    servers: Sequence[NfsServer], info: SourceInfo, apply: Callable[[Any], None], name: str,
+    servers: Sequence[NfsServer], info: SourceInfo, apply: Callable[[Any], Any], name: str,
     options: Options, mirror: Path | None, out: Fanout,
 ) -> None:  # fmt: skip
     """Every server in its own thread; the tree built once, here, when any server needs it.

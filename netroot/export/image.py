@@ -12,7 +12,7 @@ from typing import IO
 
 from netroot.errors import NetrootError
 from netroot.export import overlay
-from netroot.export.sources import SourceInfo, apply_stream
+from netroot.export.sources import SourceInfo, SourceRead, apply_stream
 from netroot.export.writer import Writer
 
 
@@ -23,7 +23,7 @@ def apply_image(
     writer: Writer,
     via: str = "auto",
     stream_errors: type[Exception] = OSError,
-) -> None:
+) -> SourceRead:
     """Write the image, labelling each file with the layer it comes from.
 
     `auto` reads the layer dirs when there are any (no tar stream through the daemon; files
@@ -31,14 +31,11 @@ def apply_image(
     `docker-export` always streams. stream_errors: the engine's errors while streaming.
     """
     if dirs is not None and via == "auto":
-        writer.via = "layer-dirs"
-        overlay.apply_merged(dirs, info.layers, writer)
-        return
-    writer.via = "docker-export"
+        return SourceRead("layer-dirs", overlay.apply_merged(dirs, info.layers, writer))
     with open_stream() as stream:
         try:
             apply_stream(stream, writer, info.ref)
         except stream_errors as exc:
             raise NetrootError(f"docker export {info.ref}: {exc}") from None
-    if dirs is not None:
-        writer.origins.update(overlay.origins(dirs, len(info.layers)))
+    origins = overlay.origins(dirs, len(info.layers)) if dirs is not None else {}
+    return SourceRead("docker-export", origins)

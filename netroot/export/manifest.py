@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import fcntl
 import hashlib
 import json
 import os
@@ -44,18 +45,13 @@ class Entry:
         )
         return text.encode("utf-8", "surrogateescape")
 
+    @property
+    def stat(self) -> tuple[str, int, int, int, int, int]:
+        """What stat(2) says of the path: kind, mode, owner, size, mtime."""
+        return (self.kind, self.mode, self.uid, self.gid, self.size, self.mtime_ns)
+
     def to_json(self) -> list[Any]:
-        return [
-            self.kind,
-            self.mode,
-            self.uid,
-            self.gid,
-            self.size,
-            self.mtime_ns,
-            self.data,
-            dict(self.xattrs),
-            self.group,
-        ]
+        return [*self.stat, self.data, dict(self.xattrs), self.group]
 
     @classmethod
     def from_json(cls, raw: list[Any]) -> Entry:
@@ -64,23 +60,7 @@ class Entry:
 
     def same_inode_meta(self, other: Entry) -> bool:
         """Everything a hard link shares (so reusing the inode keeps the file exact)."""
-        return (
-            self.kind,
-            self.mode,
-            self.uid,
-            self.gid,
-            self.size,
-            self.mtime_ns,
-            self.xattrs,
-        ) == (
-            other.kind,
-            other.mode,
-            other.uid,
-            other.gid,
-            other.size,
-            other.mtime_ns,
-            other.xattrs,
-        )
+        return (self.stat, self.xattrs) == (other.stat, other.xattrs)
 
 
 def xattr_items(xattrs: Mapping[str, bytes]) -> tuple[tuple[str, str], ...]:
@@ -264,3 +244,16 @@ def switch_current(layout: Layout, vid: str) -> bool:
     os.rename(tmp, layout.current)
     fsync_dir(layout.base)
     return True
+
+
+def try_lock(layout: Layout) -> int | None:
+    """The export name's lock (flock on .lock, never waiting), taken by a local export, a
+    server-side export and a prune alike: its fd, or None when another process holds it. It
+    is held until the fd is closed or the process ends (so kill -9 releases it)."""
+    fd = os.open(layout.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd

@@ -142,8 +142,10 @@ def origins(dirs: Sequence[str], image_layers: int) -> dict[str, int]:
     return out
 
 
-def apply_merged(dirs: Sequence[str], layers: Sequence[str], writer: Writer) -> None:
-    """Write the merged view, linking files the previous version took from the same layer."""
+def apply_merged(dirs: Sequence[str], layers: Sequence[str], writer: Writer) -> dict[str, int]:
+    """Write the merged view, linking files the previous version took from the same layer;
+    return each file's image layer (file -> layer index, bottom first)."""
+    origins: dict[str, int] = {}
     reuse = writer.reuse
     top_image = len(dirs) - len(layers)
     shared = 0
@@ -167,12 +169,13 @@ def apply_merged(dirs: Sequence[str], layers: Sequence[str], writer: Writer) -> 
             prev = reuse.origins.get(m.path) == origin and reuse.entries.get(m.path)
             if prev and not prev.group and prev.same_inode_meta(writer.entry_for(m)):
                 writer.link_previous(m, prev)
-                writer.origins[m.path] = origin
+                origins[m.path] = origin
                 continue
         if m.kind is Kind.FILE:
             with open(v.full, "rb", buffering=0) as f:
                 writer.apply(m, f)
             if origin >= 0 and v.st.st_nlink == 1:
-                writer.origins[m.path] = origin
+                origins[m.path] = origin
         else:
             writer.apply(m, None)
+    return origins

@@ -39,7 +39,7 @@ from netroot.adapters import server as adapter
 from netroot.errors import Exit, NetrootError, UsageError
 from netroot.export import service
 from netroot.export.manifest import Layout, Manifest, check_name
-from netroot.export.sources import SourceInfo
+from netroot.export.sources import SourceInfo, SourceRead
 from netroot.export.writer import Progress
 from netroot.inventory import NfsServer
 from netroot.paths import cache_dir
@@ -262,7 +262,7 @@ class Push:
 
 def export_remote(
     info: SourceInfo,
-    apply: Callable[[Any], None],
+    apply: Callable[[Any], SourceRead],
     server: NfsServer,
     name: str,
     *,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ctypes
 import datetime as dt
 import errno
-import fcntl
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +22,7 @@ from netroot.export.manifest import (
     diff_entries,
     file_stats,
     tree_hash,
+    try_lock,
     version_id,
 )
 from netroot.export.manifest import (
@@ -32,11 +32,11 @@ from netroot.export.manifest import (
     switch_current as switch_current,
 )
 from netroot.export.scan import scan
-from netroot.export.sources import SourceInfo
+from netroot.export.sources import SourceInfo, SourceRead
 from netroot.export.writer import Progress, Reuse, Writer, is_enospc
 from netroot.fsutil import atomic_write, fsync_dir
 
-Apply = Callable[[Writer], None]
+Apply = Callable[[Writer], SourceRead]  # writes the source; says how it was read
 
 
 @dataclass
@@ -85,15 +85,13 @@ def _prepare(layout: Layout) -> None:
 @contextmanager
 def locked(layout: Layout) -> Iterator[None]:
     """One writer per export name at a time (the lock dies with the process: kill -9 safe)."""
-    fd = os.open(layout.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = try_lock(layout)
+    if fd is None:
+        raise NetrootError(
+            f"another netroot process is exporting or pruning {layout.name!r}",
+            "wait for it to finish",
+        )
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise NetrootError(
-                f"another netroot process is exporting or pruning {layout.name!r}",
-                "wait for it to finish",
-            ) from None
         yield
     finally:
         os.close(fd)
@@ -238,7 +236,8 @@ def _build(
     progress: Progress | None,
 ) -> Manifest:
     writer = Writer(staging, reuse=reuse, progress=progress)
-    apply(writer)
+    read = apply(writer)
+    writer.origins.update(read.origins)
     if len(writer.expected) == 1:  # only the root: a board cannot run nothing
         raise UsageError(
             f"{info.ref}: the image holds no files (an empty tree)",
@@ -262,7 +261,7 @@ def _build(
     return Manifest(
         version=vid,
         name=layout.name,
-        source={"kind": info.kind, "ref": info.ref, "via": writer.via or "archive"},
+        source={"kind": info.kind, "ref": info.ref, "via": read.via},
         image_id=info.digest,
         repo_tags=info.repo_tags,
         created=info.created,

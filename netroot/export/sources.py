@@ -63,6 +63,14 @@ class SourceInfo:
     diff_ids: list[str] = field(default_factory=list)  # docker-save: sha256 of each layer
 
 
+@dataclass(frozen=True)
+class SourceRead:
+    """What writing a source learned, handed back to the export (recorded in its manifest)."""
+
+    via: str = "archive"  # how the source was read: archive | layer-dirs | docker-export
+    origins: dict[str, int] = field(default_factory=dict)  # file -> image layer it came from
+
+
 class Checked(io.RawIOBase):
     """A stream whose decompression faults are refusals naming the archive; optionally hashed.
 
@@ -135,7 +143,7 @@ def apply_stream(stream: IO[bytes], writer: Writer, ref: str, layered: bool = Fa
     for m, data in read_members(stream, ref):
         if layered and whiteout_target(m.path) is not None:
             continue  # applied before the layer (whiteouts hide only lower layers)
-        writer.apply(m, data if m.kind is Kind.FILE else None)
+        writer.apply(m, data if m.kind is Kind.FILE else None, layered=layered)
 
 
 class _Hashing(io.RawIOBase):
@@ -311,7 +319,7 @@ def _inspect_save(path: Path, tf: tarfile.TarFile) -> SourceInfo:
     )
 
 
-def apply_archive(info: SourceInfo, writer: Writer) -> None:
+def apply_archive(info: SourceInfo, writer: Writer) -> SourceRead:
     """Write an archive: plain tar as is; docker save layer by layer with whiteouts applied."""
     path = Path(info.ref)
     if info.kind == "tar":
@@ -320,8 +328,7 @@ def apply_archive(info: SourceInfo, writer: Writer) -> None:
             apply_stream(stream, writer, info.ref)
             if compressed:
                 drain(stream)
-        return
-    writer.layered = True
+        return SourceRead()
     with _open_tar(path) as outer:
         for name, diff_id in zip(info.layers, info.diff_ids, strict=True):
             where = f"{path}:{name}"
@@ -342,6 +349,7 @@ def apply_archive(info: SourceInfo, writer: Writer) -> None:
             stream, _ = _decompressed(_member(outer, name), where)
             apply_stream(stream, writer, where, layered=True)
             drain(stream)
+    return SourceRead()
 
 
 def _member(outer: tarfile.TarFile, name: str) -> IO[bytes]:

@@ -73,14 +73,14 @@ class Writer:
     """Applies members under `root` and records the entry each one should produce."""
 
     root: Path
-    layered: bool = False
     reuse: Reuse | None = None
     progress: Progress | None = None
     guard: TreeGuard = field(default_factory=TreeGuard)
     expected: dict[str, Entry] = field(default_factory=dict)
     inode: dict[str, int] = field(default_factory=dict)  # hard-linked names -> inode group
-    origins: dict[str, int] = field(default_factory=dict)  # file -> image layer it came from
-    via: str = ""  # how the source was read (recorded in the manifest)
+    # file -> image layer it came from: what the source said (SourceRead), handed in by the
+    # export once the source is written; a path cleared later (leftovers) loses its origin.
+    origins: dict[str, int] = field(default_factory=dict)
     dir_times: dict[str, int] = field(default_factory=dict)
     bytes_done: int = 0
     members_done: int = 0
@@ -167,11 +167,12 @@ class Writer:
         for key, value in m.xattrs.items():
             self._setxattr(full, key, value, m)
 
-    def apply(self, m: Member, data: Readable | None) -> None:
-        """Write one member (its content read from `data` for regular files)."""
+    def apply(self, m: Member, data: Readable | None, layered: bool = False) -> None:
+        """Write one member (its content read from `data` for regular files); `layered`: it
+        comes from a docker layer, over the layers below (what it may replace differs)."""
         parents = self.guard.missing_parents(m.path)
         existed = m.path in self.guard.kinds
-        gone = self.guard.admit(m, layered=self.layered)
+        gone = self.guard.admit(m, layered=layered)
         self.members_done += 1
         full = self._abs(m.path)
         with member_faults(m):
@@ -207,7 +208,7 @@ class Writer:
         assert self.reuse is not None and m.kind is Kind.FILE
         parents = self.guard.missing_parents(m.path)
         existed = m.path in self.guard.kinds
-        gone = self.guard.admit(m, layered=self.layered)
+        gone = self.guard.admit(m)  # from the merged layer dirs: not a layer over others
         with member_faults(m):
             self._parents_from(parents)
             if existed or gone:

@@ -71,6 +71,18 @@ def kernel_cmdline(board: BoardPlan, prefixlen: int = 24) -> str:
     return f"console=ttyAMA0 panic=-1 quiet loglevel=4 netroot.ip={board.address}/{prefixlen}"
 
 
+def machine_pairs(name: str, machine: str, cpu: str, memory_mib: int) -> list[tuple[str, str]]:
+    """The qemu options of every lab machine: its name (the process's too), one CPU under TCG."""
+    return [
+        ("-name", f"{name},process=netroot-{name}"),
+        ("-M", machine),
+        ("-cpu", cpu),
+        ("-smp", "1"),
+        ("-m", str(memory_mib)),
+        ("-accel", "tcg,tb-size=128"),  # QEMU's default translation cache is 1 GiB of RSS
+    ]
+
+
 def qemu_argv(
     board: BoardPlan, files: BoardFiles, kernel: Path, initrd: Path, arch: BoardArch = DEFAULT
 ) -> list[str]:
@@ -81,12 +93,7 @@ def qemu_argv(
     version again. A power-off still ends the process.
     """
     pairs = [
-        ("-name", f"{board.name},process=netroot-{board.name}"),
-        ("-M", "virt"),
-        ("-cpu", arch.cpu),
-        ("-smp", "1"),
-        ("-m", str(arch.memory_mib)),
-        ("-accel", "tcg,tb-size=128"),
+        *machine_pairs(board.name, "virt", arch.cpu, arch.memory_mib),
         ("-kernel", str(kernel)),
         ("-initrd", str(initrd)),
         ("-append", kernel_cmdline(board)),

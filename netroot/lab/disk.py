@@ -6,7 +6,8 @@ import hashlib
 import io
 import shutil
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from netroot.lab.kernel import Kernel, resolve
@@ -60,24 +61,36 @@ def install_modules(kernel: Kernel, tree: Path) -> None:
     run(["depmod", "-b", tree, kernel.version])
 
 
+@contextmanager
+def unpacked(rootfs_tar: Path, work: Path) -> Iterator[Path]:
+    """`rootfs_tar` extracted into a fresh `work` (owners, modes and xattrs as in the tar),
+    removed after the block whatever happens (the board's and the server VM's disks)."""
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    try:
+        run(["tar", "-x", "-p", "--numeric-owner", "--xattrs", "-f", rootfs_tar, "-C", work])
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def make_ext4(tree: Path, image: Path, label: str, size: str) -> None:
+    """An ext4 image of `tree` made with `mke2fs -d` (no mount), renamed into place when done."""
+    tmp = image.with_suffix(".tmp")
+    tmp.unlink(missing_ok=True)
+    run(["mke2fs", "-q", "-F", "-t", "ext4", "-L", label, "-d", tree, tmp, size])
+    tmp.rename(image)
+
+
 def build_base(rootfs_tar: Path, kernel: Kernel, arch: str, cache: Path) -> Path:
     """Build (or reuse) the shared base disk: an ext4 image made with `mke2fs -d` (no mount)."""
     path = cache / f"board-disk-{base_key(rootfs_tar, kernel, arch)}.img"
     if path.exists():
         return path
-    work = cache / "tmp" / f"{path.stem}.tree"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    try:
-        run(["tar", "-x", "-p", "--numeric-owner", "--xattrs", "-f", rootfs_tar, "-C", work])
+    with unpacked(rootfs_tar, cache / "tmp" / f"{path.stem}.tree") as work:
         run(["sh", project_file("images", "board", "customize.sh"), work, arch])
         install_modules(kernel, work)
-        tmp = path.with_suffix(".tmp")
-        tmp.unlink(missing_ok=True)
-        run(["mke2fs", "-q", "-F", "-t", "ext4", "-L", "netroot-sd", "-d", work, tmp, DISK_SIZE])
-        tmp.rename(path)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        make_ext4(work, path, "netroot-sd", DISK_SIZE)
     return path
 
 

@@ -26,12 +26,7 @@ UBOOT_HINT = "install Debian's U-Boot for QEMU: apt-get install u-boot-qemu"
 def qemu_argv(board: BoardPlan, files: BoardFiles, firmware: Path = UBOOT) -> list[str]:
     """The diskless board's qemu command line (pure): firmware, NIC, console; no drive."""
     pairs = [
-        ("-name", f"{board.name},process=netroot-{board.name}"),
-        ("-M", "virt"),
-        ("-cpu", "cortex-a15"),
-        ("-smp", "1"),
-        ("-m", str(MEMORY_MIB)),
-        ("-accel", "tcg,tb-size=128"),
+        *boards.machine_pairs(board.name, "virt", "cortex-a15", MEMORY_MIB),
         ("-bios", str(firmware)),
         ("-netdev", f"tap,id=lan,ifname={board.tap},script=no,downscript=no"),
         ("-device", f"e1000,netdev=lan,mac={board.mac},romfile="),

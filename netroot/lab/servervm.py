@@ -102,23 +102,13 @@ def build(rootfs_tar: Path, cache: Path) -> Artifacts:
     art = artifacts_for(rootfs_tar, cache)
     if art.base.exists() and art.kernel.exists() and art.initrd.exists():
         return art
-    work = cache / "tmp" / f"{art.base.stem}.tree"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    try:
-        run(["tar", "-x", "-p", "--numeric-owner", "--xattrs", "-f", rootfs_tar, "-C", work])
+    with disk.unpacked(rootfs_tar, cache / "tmp" / f"{art.base.stem}.tree") as work:
         run(["sh", project_file("images", "server-vm", "customize.sh"), work])
         for src, dest in (("vmlinuz", art.kernel), ("initrd.img", art.initrd)):
             tmp = dest.with_suffix(dest.suffix + ".tmp")
             shutil.copyfile(_boot_file(work, src), tmp)
             tmp.rename(dest)
-        tmp_img = art.base.with_suffix(".tmp")
-        tmp_img.unlink(missing_ok=True)
-        mke2fs: list[str | Path] = ["mke2fs", "-q", "-F", "-t", "ext4", "-L", "netroot-root"]
-        run([*mke2fs, "-d", work, tmp_img, ROOT_SIZE])
-        tmp_img.rename(art.base)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        disk.make_ext4(work, art.base, "netroot-root", ROOT_SIZE)
     return art
 
 
@@ -137,12 +127,7 @@ def qemu_argv(files: ServerFiles, art: Artifacts, srv: ServerPlan = NFS_01) -> l
     The disks carry serials: the seed unit in the VM finds its seed and export disks by them.
     """
     pairs = [
-        ("-name", f"{srv.name},process=netroot-{srv.name}"),
-        ("-M", "q35"),
-        ("-cpu", "qemu64"),
-        ("-smp", "1"),
-        ("-m", str(MEMORY_MIB)),
-        ("-accel", "tcg,tb-size=128"),  # as the boards: the default cache is 1 GiB of RSS
+        *boards.machine_pairs(srv.name, "q35", "qemu64", MEMORY_MIB),
         ("-kernel", str(art.kernel)),
         ("-initrd", str(art.initrd)),
         ("-append", kernel_cmdline(srv)),

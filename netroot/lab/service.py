@@ -17,31 +17,24 @@ from netroot.lab import (
 )
 from netroot.lab import (
     boards,
-    builds,
     disk,
     diskless,
-    doctor,
-    images,
-    kernel,
-    netboot_image,
     network,
     ready,
-    recipes,
     seeds,
     server,
     serverhost,
-    servervm,
     state,
     supervise,
 )
 from netroot.lab.arch import BoardArch
+from netroot.lab.artifacts import build_artifacts as build_artifacts  # re-exported
+from netroot.lab.artifacts import check_environment as check_environment  # re-exported
 from netroot.lab.boards import BoardFiles
 from netroot.lab.plan import (
     BOARD_USER,
     DEFAULT_SERVER,
     NETNS,
-    RASPBIAN_IMAGE,
-    RASPBIAN_TORCH_IMAGE,
     SERVER_KINDS,
     BoardPlan,
     LabPlan,
@@ -62,75 +55,6 @@ def _locked(lab_dir: Path) -> Iterator[None]:
     with (lab_dir / ".lock").open("w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         yield
-
-
-def check_environment() -> None:
-    """Raise EnvironmentMissing naming every missing package and the apt command."""
-    gone = doctor.missing(doctor.tool_present)
-    if gone:
-        names = ", ".join(sorted({f"{r.what} ({r.package})" for r in gone}))
-        raise EnvironmentMissing(f"missing: {names}", doctor.apt_command(gone))
-    docker_ok = run(["docker", "info"], check=False).returncode == 0
-    failed = [c for c in doctor.system_checks(docker_ok) if not c.ok]
-    if failed:
-        raise EnvironmentMissing(
-            "not ready: " + ", ".join(c.name for c in failed), "; ".join(c.hint for c in failed)
-        )
-
-
-def build_artifacts(
-    report: Report,
-    arch: BoardArch = arch_mod.DEFAULT,
-    netboot: bool = False,
-    server_kind: str = DEFAULT_SERVER,
-) -> tuple[kernel.Kernel, Path, Path, servervm.Artifacts | None]:
-    """Everything the lab boots from, built once and cached: kernel, initramfs, base disk.
-
-    Also builds nfs-01 of `server_kind` (its Docker image, or its VM's disk and kernel), the
-    Raspbian Docker image (for arm64 also the torch image), and with `netboot` the netboot image
-    (what diskless boards boot). Returns (kernel, initramfs, base disk, the server VM's
-    artifacts or None).
-    """
-    cache = paths.cache_dir() / "lab"
-    cache.mkdir(parents=True, exist_ok=True)
-    t0 = time.monotonic()
-    server_tree = recipes.SERVER_VM if server_kind == "kernel" else recipes.SERVER
-    trees = [arch.kernel, arch.userspace, server_tree, recipes.RASPBIAN]
-    if arch.name == "arm64":  # torch exists for arm64 only: built for 64-bit labs
-        trees.append(recipes.RASPBIAN_TORCH)
-    builds.build_all(trees, cache, report)
-    ktar = images.rootfs(arch.kernel, cache, report)
-    kern = kernel.unpack(ktar, cache / f"kernel-{arch.kernel.arch}-{arch.kernel.key}")
-    initrd = kernel.build_initramfs(kern, cache)
-    board_tar = images.rootfs(arch.userspace, cache, report)
-    base = cache / f"board-disk-{disk.base_key(board_tar, kern, arch.name)}.img"
-    if not base.exists():
-        report(f"building the boards' base disk for {arch.name} (mke2fs -d)")
-        disk.build_base(board_tar, kern, arch.name, cache)
-    server_art = serverhost.build(server_kind, cache, report)
-    raspbian_tar = images.rootfs(recipes.RASPBIAN, cache, report)
-    images.docker_image(
-        RASPBIAN_IMAGE,
-        "raspbian",
-        raspbian_tar,
-        serverhost.image_key(recipes.RASPBIAN, "raspbian"),
-        "linux/arm/v7",
-        report,
-    )
-    if arch.name == "arm64":  # torch exists for arm64 only: built for 64-bit labs
-        torch_tar = images.rootfs(recipes.RASPBIAN_TORCH, cache, report)
-        images.docker_image(
-            RASPBIAN_TORCH_IMAGE,
-            "raspbian-torch",
-            torch_tar,
-            serverhost.image_key(recipes.RASPBIAN_TORCH, "raspbian-torch"),
-            "linux/arm64",
-            report,
-        )
-    if netboot:
-        netboot_image.build(board_tar, kern, cache, report)
-    report(f"artifacts ready ({time.monotonic() - t0:.1f} s)")
-    return kern, initrd, base, server_art
 
 
 def power_cycle_command() -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from netroot.errors import UsageError
 from netroot.inventory import VERSION_RE, Inventory, InventoryError
@@ -110,6 +110,17 @@ def check_server_vars(inventory: Inventory, server: str) -> None:
             ids,
             "a mapping image -> Export_Id (1..65535)",
         )
+
+
+class PlanOptions(TypedDict, total=False):
+    """build()'s keyword options, as `provision()` takes and forwards them."""
+
+    all_hosts: bool
+    versions: Mapping[str, str] | None
+    extra_vars: Mapping[str, Any] | None
+    check: bool
+    diff: bool
+    server_configured: bool
 
 
 def build(

@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from netroot.errors import Exit
 from netroot.inventory import Inventory
 from netroot.provision.events import Summary
-from netroot.provision.plan import RunPlan, build
+from netroot.provision.plan import PlanOptions, RunPlan, build
 from netroot.remote import nfs_check
 from netroot.templating import Renderer, TemplateProblem
 
@@ -95,35 +95,22 @@ def provision(
     inventory: Inventory,
     targets: list[str],
     *,
-    all_hosts: bool = False,
-    versions: Mapping[str, str] | None = None,
-    extra_vars: Mapping[str, Any] | None = None,
-    check: bool = False,
-    diff: bool = False,
     on_event: EventHandler | None = None,
     runner: Runner | None = None,
-    server_configured: bool = False,
     become_checked: bool = False,
+    **options: Unpack[PlanOptions],
 ) -> ProvisionResult:
     """Provision `targets` (host or group names, or all_hosts); `versions` pins boards.
 
-    versions: board name -> version id, for this run only (extra vars win over the inventory's
-    netroot_version); unlisted boards run their pinned netroot_version, else the image's
-    `current`. server_configured: skip configuring the server (boards.yml; the rollout's
-    later batches). become_checked: the caller already ran `check_become` on every host of
-    the run (a rollout checks them all before it starts). Returns the summary; host failures
-    are results, not exceptions.
+    options: the plan's (plan.PlanOptions, forwarded to plan.build). versions: board name ->
+    version id, for this run only (extra vars win over the inventory's netroot_version);
+    unlisted boards run their pinned netroot_version, else the image's `current`.
+    server_configured: skip configuring the server (boards.yml; the rollout's later batches).
+    become_checked: the caller already ran `check_become` on every host of the run (a rollout
+    checks them all before it starts). Returns the summary; host failures are results, not
+    exceptions.
     """
-    plan = build(
-        inventory,
-        targets,
-        all_hosts=all_hosts,
-        versions=versions,
-        extra_vars=extra_vars,
-        check=check,
-        diff=diff,
-        server_configured=server_configured,
-    )
+    plan = build(inventory, targets, **options)
     preflight(plan, inventory)
     if runner is None and not become_checked:
         # A real run: every host's user must get root without a password.

@@ -45,7 +45,6 @@ from netroot.qpu.asm import (
 )
 from netroot.qpu.layout import MADD_UNROLL
 
-OR = asm.ADD_OPS["or"]
 ALWAYS = COND["always"]
 
 
@@ -58,50 +57,60 @@ class Kernel:
     uniforms_per_qpu: int
 
 
-def mov_from_a(waddr: int, raddr_a: int, *, ws: bool = False, sf: bool = False) -> int:
-    """or waddr, ra[raddr_a], ra[raddr_a] on the add ALU."""
+def add_op(
+    op: str,
+    waddr: int,
+    a: int,
+    b: int,
+    *,
+    raddr_a: int = R_NOP,
+    raddr_b: int = R_NOP,
+    ws: bool = False,
+    sf: bool = False,
+    sig: int = SIG_NONE,
+) -> int:
+    """waddr = a `op` b on the add ALU (a, b: input muxes; the regfile reads they name)."""
     return asm.alu(
-        op_add=OR,
+        sig=sig,
+        op_add=asm.ADD_OPS[op],
         cond_add=ALWAYS,
         waddr_add=waddr,
+        add_a=a,
+        add_b=b,
+        raddr_a=raddr_a,
+        raddr_b=raddr_b,
         ws=ws,
         sf=sf,
-        raddr_a=raddr_a,
-        add_a=MUX_A,
-        add_b=MUX_A,
     )
+
+
+def mul_op(op: str, waddr: int, a: int, b: int, *, raddr_b: int = R_NOP) -> int:
+    """waddr = a `op` b on the mul ALU."""
+    # The mul ALU writes the regfile-B side unless ws: accumulators are the same on both.
+    return asm.alu(
+        op_mul=asm.MUL_OPS[op], cond_mul=ALWAYS, waddr_mul=waddr, mul_a=a, mul_b=b, raddr_b=raddr_b
+    )
+
+
+def mov_from_a(waddr: int, raddr_a: int, *, ws: bool = False, sf: bool = False) -> int:
+    """or waddr, ra[raddr_a], ra[raddr_a] on the add ALU."""
+    return add_op("or", waddr, MUX_A, MUX_A, raddr_a=raddr_a, ws=ws, sf=sf)
 
 
 def mov_from_b(waddr: int, raddr_b: int, *, ws: bool = False) -> int:
     """or waddr, rb[raddr_b], rb[raddr_b] on the add ALU."""
-    return asm.alu(
-        op_add=OR,
-        cond_add=ALWAYS,
-        waddr_add=waddr,
-        ws=ws,
-        raddr_b=raddr_b,
-        add_a=MUX_B,
-        add_b=MUX_B,
-    )
+    return add_op("or", waddr, MUX_B, MUX_B, raddr_b=raddr_b, ws=ws)
 
 
 def mov_from_acc(waddr: int, mux: int, *, ws: bool = False, sf: bool = False) -> int:
     """or waddr, rN, rN on the add ALU (accumulator source)."""
-    return asm.alu(op_add=OR, cond_add=ALWAYS, waddr_add=waddr, ws=ws, sf=sf, add_a=mux, add_b=mux)
+    return add_op("or", waddr, mux, mux, ws=ws, sf=sf)
 
 
 def mov_small_imm(waddr: int, value: int | float, *, ws: bool = False) -> int:
     """or waddr, imm, imm with a small immediate (sig 13)."""
-    return asm.alu(
-        sig=SIG_SMALL_IMM,
-        op_add=OR,
-        cond_add=ALWAYS,
-        waddr_add=waddr,
-        ws=ws,
-        raddr_b=asm.small_imm_code(value),
-        add_a=MUX_B,
-        add_b=MUX_B,
-    )
+    imm = asm.small_imm_code(value)
+    return add_op("or", waddr, MUX_B, MUX_B, raddr_b=imm, ws=ws, sig=SIG_SMALL_IMM)
 
 
 def nop(sig: int = SIG_NONE) -> int:
@@ -132,18 +141,8 @@ def _barrier_and_end(prog: asm.Program) -> None:
         prog.emit(nop())
     prog.label("wait")
     prog.emit(asm.semaphore(number=0, decrement=True))
-    prog.emit(
-        asm.alu(
-            sig=SIG_SMALL_IMM,
-            op_add=asm.ADD_OPS["sub"],
-            cond_add=ALWAYS,
-            sf=True,
-            waddr_add=W_R2,
-            add_a=MUX_R2,
-            add_b=MUX_B,
-            raddr_b=asm.small_imm_code(1),
-        )
-    )
+    one = asm.small_imm_code(1)
+    prog.emit(add_op("sub", W_R2, MUX_R2, MUX_B, raddr_b=one, sf=True, sig=SIG_SMALL_IMM))
     prog.branch_to("wait", "allnz")
     for _ in range(3):
         prog.emit(nop())
@@ -163,11 +162,7 @@ def vector_add() -> Kernel:
     prog.emit(mov_from_a(W_VPM_SETUP, R_UNIFORM, ws=True))  # u3: VPM write setup
     prog.emit(mov_from_a(W_R0, R_VPM))  # A
     prog.emit(mov_from_a(W_R1, R_VPM))  # B
-    prog.emit(
-        asm.alu(
-            op_add=asm.ADD_OPS["fadd"], cond_add=ALWAYS, waddr_add=W_VPM, add_a=MUX_R0, add_b=MUX_R1
-        )
-    )
+    prog.emit(add_op("fadd", W_VPM, MUX_R0, MUX_R1))
     prog.emit(mov_from_a(W_VPM_SETUP, R_UNIFORM, ws=True))  # u4: DMA store setup
     prog.emit(mov_from_a(W_DMA_ADDR, R_UNIFORM, ws=True))  # u5: output address -> store
     prog.emit(mov_from_b(W_NOP, R_VDW_WAIT))  # wait for the DMA store

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from netroot.qpu import asm
 from netroot.qpu.asm import (
-    COND,
     MUX_A,
     MUX_B,
     MUX_R0,
@@ -46,65 +45,28 @@ from netroot.qpu.asm import (
 from netroot.qpu.kernels import (
     Kernel,
     _barrier_and_end,
+    add_op,
     mov_from_a,
     mov_from_acc,
     mov_from_b,
     mov_small_imm,
+    mul_op,
     nop,
 )
 
-ALWAYS = COND["always"]
 ELEMENTWISE = ("ew_fadd", "ew_fmul", "ew_add", "ew_imul")
 ELEMENTWISE_UNIFORMS = 10  # + 2 barrier
 MATVEC_UNIFORMS = 11  # + 2 barrier
 
 
-def _add(
-    op: str,
-    waddr: int,
-    a: int,
-    b: int,
-    *,
-    raddr_a: int = R_NOP,
-    raddr_b: int = R_NOP,
-    ws: bool = False,
-    sf: bool = False,
-    sig: int = asm.SIG_NONE,
-) -> int:
-    return asm.alu(
-        sig=sig,
-        op_add=asm.ADD_OPS[op],
-        cond_add=ALWAYS,
-        waddr_add=waddr,
-        add_a=a,
-        add_b=b,
-        raddr_a=raddr_a,
-        raddr_b=raddr_b,
-        ws=ws,
-        sf=sf,
-    )
-
-
-def _mul(op: str, waddr: int, a: int, b: int, *, raddr_b: int = R_NOP) -> int:
-    # The mul ALU writes the regfile-B side unless ws: accumulators are the same on both.
-    return asm.alu(
-        op_mul=asm.MUL_OPS[op],
-        cond_mul=ALWAYS,
-        waddr_mul=waddr,
-        mul_a=a,
-        mul_b=b,
-        raddr_b=raddr_b,
-    )
-
-
 def _inc(reg_a: int, by_b: int) -> int:
     """ra[reg_a] += rb[by_b] (integer)."""
-    return _add("add", reg_a, MUX_A, MUX_B, raddr_a=reg_a, raddr_b=by_b)
+    return add_op("add", reg_a, MUX_A, MUX_B, raddr_a=reg_a, raddr_b=by_b)
 
 
 def _count_down(reg_a: int) -> int:
     """ra[reg_a] -= 1, setting Z (zero when the count runs out)."""
-    return _add(
+    return add_op(
         "sub",
         reg_a,
         MUX_A,
@@ -125,20 +87,20 @@ def _loop_back(prog: asm.Program, label: str) -> None:
 def _op_into_vpm(prog: asm.Program, op: str) -> None:
     """r0 (A) op r1 (B) -> VPM write; r2, r3 scratch; rb6 holds 24 for the int multiply."""
     if op == "ew_fadd":
-        prog.emit(_add("fadd", W_VPM, MUX_R0, MUX_R1))
+        prog.emit(add_op("fadd", W_VPM, MUX_R0, MUX_R1))
     elif op == "ew_add":
-        prog.emit(_add("add", W_VPM, MUX_R0, MUX_R1))
+        prog.emit(add_op("add", W_VPM, MUX_R0, MUX_R1))
     elif op == "ew_fmul":
-        prog.emit(_mul("fmul", W_VPM, MUX_R0, MUX_R1))
+        prog.emit(mul_op("fmul", W_VPM, MUX_R0, MUX_R1))
     else:  # ew_imul: low 32 bits of the product from three mul24 (see the module docstring)
-        prog.emit(_mul("mul24", W_R2, MUX_R0, MUX_R1))  # r2 = a_lo * b_lo
-        prog.emit(_add("shr", W_R3, MUX_R0, MUX_B, raddr_b=6))  # r3 = a >> 24
-        prog.emit(_mul("mul24", W_R3, MUX_R3, MUX_R1))  # r3 = a_hi * b_lo
-        prog.emit(_add("shr", W_R1, MUX_R1, MUX_B, raddr_b=6))  # r1 = b >> 24
-        prog.emit(_mul("mul24", W_R1, MUX_R0, MUX_R1))  # r1 = a_lo * b_hi
-        prog.emit(_add("add", W_R3, MUX_R3, MUX_R1))
-        prog.emit(_add("shl", W_R3, MUX_R3, MUX_B, raddr_b=6))
-        prog.emit(_add("add", W_VPM, MUX_R2, MUX_R3))
+        prog.emit(mul_op("mul24", W_R2, MUX_R0, MUX_R1))  # r2 = a_lo * b_lo
+        prog.emit(add_op("shr", W_R3, MUX_R0, MUX_B, raddr_b=6))  # r3 = a >> 24
+        prog.emit(mul_op("mul24", W_R3, MUX_R3, MUX_R1))  # r3 = a_hi * b_lo
+        prog.emit(add_op("shr", W_R1, MUX_R1, MUX_B, raddr_b=6))  # r1 = b >> 24
+        prog.emit(mul_op("mul24", W_R1, MUX_R0, MUX_R1))  # r1 = a_lo * b_hi
+        prog.emit(add_op("add", W_R3, MUX_R3, MUX_R1))
+        prog.emit(add_op("shl", W_R3, MUX_R3, MUX_B, raddr_b=6))
+        prog.emit(add_op("add", W_VPM, MUX_R2, MUX_R3))
 
 
 def elementwise(op: str) -> Kernel:
@@ -207,8 +169,8 @@ def matvec() -> Kernel:
     prog.emit(mov_from_a(W_R0, R_VPM))
     prog.emit(mov_from_a(W_R1, R_VPM))
     prog.emit(mov_from_a(W_MUTEX, R_NOP))
-    prog.emit(_mul("fmul", W_R1, MUX_R0, MUX_R1))
-    prog.emit(_add("fadd", W_R3, MUX_R3, MUX_R1))
+    prog.emit(mul_op("fmul", W_R1, MUX_R0, MUX_R1))
+    prog.emit(add_op("fadd", W_R3, MUX_R3, MUX_R1))
     prog.emit(_inc(1, 7))
     prog.emit(_inc(2, 7))
     prog.emit(_count_down(4))

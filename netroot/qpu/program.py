@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from typing import Any
 
 from netroot.qpu import mailbox as mb
 from netroot.qpu import smoke, smoke_exec, torch_smoke
 from netroot.qpu.bootconfig import BootConfig
 from netroot.qpu.modes import check_mode
-from netroot.qpu.smoke import Context, NoVideoCore, Stage, StageFn
+from netroot.qpu.smoke import Context, NoVideoCore, Stage, StageFn, _stage
 
 EMULATED = "EMULATED — the GPU was not tested"
 HARDWARE_MADD_ITERATIONS = 256_000  # ~50 ms at the 38.4 GFLOPS peak: well under 1 s
@@ -28,10 +29,6 @@ STAGES: tuple[tuple[str, StageFn], ...] = (
     ("S6", smoke.s6_identity), ("S7", smoke_exec.s7_memory), ("S8", smoke_exec.s8_one_qpu),
     ("S9", smoke_exec.s9_all_qpus), ("S10", smoke_exec.s10_gflops),
 )  # fmt: skip
-
-
-def _stage(sid: str, status: str, evidence: str, diagnosis: str = "", remedy: str = "") -> Stage:
-    return Stage(sid, smoke.TITLES[sid], status, evidence, diagnosis, remedy)
 
 
 def run_stages(ctx: Context, policy: str) -> list[Stage]:
@@ -142,7 +139,7 @@ def document(mode: str, stages: list[Stage], ctx: Context | None) -> dict[str, A
         "mode": mode,
         "emulated": emulated,
         "note": EMULATED if emulated else "",
-        "stages": [smoke.as_dict(s) for s in stages],
+        "stages": [asdict(s) for s in stages],
         "summary": summary,
     }
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import errno
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from netroot.qpu import bootconfig
@@ -142,22 +142,20 @@ def s0_devices(ctx: Context) -> Stage:
             "bind /dev into the chroot (mount --rbind /dev ROOT/dev, as netroot-mount "
             "does) and boot a Raspberry Pi kernel",
         )
-    if euid != 0:
-        return _stage(
-            "S0",
-            "fail",
-            evidence,
+    for failed, diagnosis, remedy in (
+        (
+            euid != 0,
             "not root: the mailbox and /dev/mem need root",
             "run the smoke program as root (netroot-chroot runs as root)",
-        )
-    if not mem:
-        return _stage(
-            "S0",
-            "fail",
-            evidence,
+        ),
+        (
+            not mem,
             "/dev/mem is missing in the chroot",
             "bind /dev into the chroot (mount --rbind /dev ROOT/dev)",
-        )
+        ),
+    ):
+        if failed:
+            return _stage("S0", "fail", evidence, diagnosis, remedy)
     return _stage("S0", "pass", evidence)
 
 
@@ -397,8 +395,3 @@ def s6_identity(ctx: Context) -> Stage:
 
 
 StageFn = Callable[[Context], Stage]
-
-
-def as_dict(stage: Stage) -> dict[str, str]:
-    """JSON-ready stage."""
-    return asdict(stage)

@@ -15,9 +15,9 @@ import signal
 import subprocess
 import sys
 import time
-import types
 
 from netroot.qpu import opsrun
+from netroot.qpu.loader import load_bundled
 from netroot.qpu.smoke import Context, Stage, _stage
 
 IMPORT_TIMEOUT_S = 300  # a cold import from an NFS root on a Pi 3B takes tens of seconds
@@ -40,17 +40,6 @@ SIGILL_REMEDY = (
     "use Debian's python3-torch (bookworm, arm64) in the image, or a wheel built for armv8-a"
 )
 NO_TORCH = "no torch in this image (python3 cannot import torch)"
-
-
-def load_sources(sources: list[tuple[str, str]]) -> None:
-    """Register bundled modules (name, source) in sys.modules, as the bundle's loader does."""
-    for name, source in sources:
-        module = types.ModuleType(name)
-        module.__file__ = "<netroot-bundle:" + name + ">"
-        sys.modules[name] = module
-        exec(compile(source, module.__file__, "exec"), module.__dict__)
-        parent, _, short = name.rpartition(".")
-        setattr(sys.modules[parent], short, module)
 
 
 def memory_facts(gpu_mem: int) -> str:
@@ -148,7 +137,7 @@ def s13_accuracy(
 ) -> tuple[Stage, object]:
     """The operators, registered on the open `qpu`, against torch's CPU operators; (stage, the
     torch Library whose lifetime is the registration's: S14 calls the operators too)."""
-    load_sources(modules)
+    load_bundled(modules)
     from netroot.qpu import torchcheck, torchops  # loaded from the bundle just now
 
     library = torchops.register(qpu)

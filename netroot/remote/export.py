@@ -26,7 +26,6 @@ leaves nothing visible.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import sys
@@ -46,6 +45,7 @@ from netroot.export.manifest import (
     diff_entries,
     switch_current,
     tree_hash,
+    try_lock,
 )
 from netroot.export.scan import scan
 from netroot.fsutil import atomic_write, fsync_dir
@@ -192,10 +192,7 @@ def session(root: Path, name: str, vid: str) -> int:
     os.chmod(layout.base, BASE_MODE)
     layout.versions.mkdir(exist_ok=True)
     layout.staging.mkdir(exist_ok=True)
-    fd = os.open(layout.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    if try_lock(layout) is None:  # held until this process ends
         _reply({"ok": False, "busy": True, "error": f"another export or prune of {name!r} runs"})
         return 1
     clean_stale(layout, keep_staging=vid)
@@ -321,10 +318,7 @@ def prune_only(root: Path, name: str, keep: str, protected: str) -> int:
     if not layout.versions.is_dir() or not keep.isdigit() or int(keep) < 1:
         _reply({"ok": False, "error": f"no export named {name!r} under {root} (keep {keep!r})"})
         return 2
-    fd = os.open(layout.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    if try_lock(layout) is None:  # held until this process ends
         _reply({"ok": False, "busy": True, "error": f"another export or prune of {name!r} runs"})
         return 1
     removed = prune(layout, int(keep), {v for v in protected.split(",") if v})

@@ -20,7 +20,7 @@ from netroot.fleet import service
 from netroot.fleet.service import Fleet
 from netroot.inventory import Board
 from netroot.rollout.engine import BoardResult, RolloutResult, run_rollback, run_rollout
-from netroot.rollout.plan import Count, Pacing, Plan, defer, make_plan
+from netroot.rollout.plan import Count, Pacing, Plan, Step, defer, make_plan
 
 Log = Callable[[str], None]
 Observe = Callable[[list[Board]], Mapping[str, Any]]  # board -> BoardFacts, None: unreachable
@@ -77,10 +77,10 @@ def plan_rollout(
         if facts is None:
             log(f"{board}: unreachable")
     sources = service.plan_sources(state, observed, version)
-    servers = fleet.inventory.servers.values()
-    pacing = Pacing({b.name: b.server for b in boards}, {s.name: s.reboot_batch for s in servers})
     names = [b.name for b in boards]
-    plan = make_plan(names, sources, version, canary, batch, max_fail, stagger, pacing)
+    plan = make_plan(
+        names, sources, version, canary, batch, max_fail, stagger, pacing_for(fleet, boards)
+    )
     return PlannedRollout(plan, boards, pinned, observed)
 
 
@@ -89,7 +89,7 @@ def run(
     planned: PlannedRollout,
     source: str,
     info: SourceInfo,
-    apply: Callable[[Any], None],
+    apply: Callable[[Any], Any],
     name: str,
     qpu: str,
     checks: Path | None,
@@ -184,4 +184,16 @@ def rollback(
     versions = rollback_versions(fleet, boards, to)
     state = fleet.load()
     target = engine_fleet or AnsibleFleet(fleet.inventory, log=log, become_checked=become_checked)
-    return run_rollback(state, target, versions, log)
+    # Paced like a rollout's batches: at most netroot_server_reboot_batch boards of one
+    # server switch (and reboot) at once; one wave when every server is within its cap.
+    steps = [Step(b, None, v) for b, v in versions.items()]
+    results: list[BoardResult] = []
+    for wave in pacing_for(fleet, boards).split(steps, len(steps)):
+        results += run_rollback(state, target, {s.board: s.to_version for s in wave}, log)
+    return results
+
+
+def pacing_for(fleet: Fleet, boards: list[Board]) -> Pacing:
+    """Each board's server and each server's cap (netroot_server_reboot_batch)."""
+    servers = fleet.inventory.servers.values()
+    return Pacing({b.name: b.server for b in boards}, {s.name: s.reboot_batch for s in servers})

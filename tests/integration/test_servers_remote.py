@@ -196,7 +196,9 @@ def test_a_server_down_during_the_rollout_is_released_by_the_rerun(
     assert site.current("nfs-01") == site.current("nfs-02") == b
 
 
-def test_versions_and_status_show_each_server(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_versions_and_export_from_the_cli_on_each_server(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fleet = site.control("ctl-a", monkeypatch)
     a = _rollout(fleet, FakeBoards(list(BOARDS), None), site.image("a")).result.results[0].version
     stop_sshd(site.hosts["nfs-02"])
@@ -217,3 +219,10 @@ def test_versions_and_status_show_each_server(site: Site, monkeypatch: pytest.Mo
     assert done.returncode == 0, done.stderr
     listed = json.loads(done.stdout)
     assert [v["servers"] for v in listed["versions"]] == [["nfs-01", "nfs-02"]]
+    # A release from the CLI: to both servers at once, each verified and switched there.
+    done = subprocess.run([*cli, "export", site.image("c"), "--name", "raspbian", "--json"],
+                          env=env, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out: dict[str, Any] = json.loads(done.stdout)
+    assert all(r["ok"] and r["switched"] and r["bytes_sent"] > 0 for r in out["servers"].values())
+    assert site.current("nfs-01") == site.current("nfs-02") == out["version"]

@@ -30,11 +30,12 @@ from tests.unit.core.fleetkit import FakeBoards, rollout, stamped_image
 BOARDS = {"pi-01": "nfs-01", "pi-02": "nfs-01", "pi-03": "nfs-02", "pi-04": "nfs-02"}
 
 
-def two_servers(tmp: Path, roots: dict[str, Path]) -> Inventory:
+def two_servers(tmp: Path, roots: dict[str, Path], cap: int = 10) -> Inventory:
     servers = {
-        name: {"ansible_host": f"10.77.0.{2 + i}", "netroot_export_root": str(root)}
+        name: {"ansible_host": f"10.77.0.{2 + i}", "netroot_export_root": str(root),
+               "netroot_server_reboot_batch": cap}
         for i, (name, root) in enumerate(roots.items())
-    }
+    }  # fmt: skip
     boards = {
         b: {"ansible_host": f"10.77.0.{11 + i}", "netroot_image": "raspbian",
             "netroot_nfs_server": s}
@@ -202,3 +203,16 @@ def test_status_names_a_server_that_cannot_be_read(site: dict[str, Any]) -> None
     assert rows["pi-03"].server == "nfs-02"
     assert rows["pi-03"].drift.startswith("its NFS server nfs-02 cannot be read: ")
     assert rows["pi-01"].drift == "unknown (unreachable)"
+
+
+def test_a_rollback_is_paced_per_server(site: dict[str, Any]) -> None:
+    first = _rollout(site, _image(site["tmp"], "b"))
+    assert first.released
+    paced = Fleet(two_servers(site["tmp"], site["roots"], cap=1))
+    boards = site["boards"]
+    boards.calls.clear()
+    results = runner.rollback(paced, paced.inventory.resolve(["boards"]), site["a"],
+                              lambda _m: None, engine_fleet=boards)  # fmt: skip
+    assert {r.outcome for r in results} == {Outcome.ROLLED_BACK}
+    switched = [names for kind, names in boards.calls if kind == "switch"]
+    assert switched == [("pi-01", "pi-03"), ("pi-02", "pi-04")]  # one board of each server

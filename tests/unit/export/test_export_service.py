@@ -14,7 +14,7 @@ import pytest
 
 from netroot.errors import NetrootError
 from netroot.export import service, sources
-from netroot.export.manifest import Layout, Manifest
+from netroot.export.manifest import Layout, Manifest, try_lock
 from netroot.export.tarstream import read_members
 from netroot.export.writer import Writer
 from tests.unit.export.tarbuild import Spec, tar_bytes, write_tar
@@ -124,12 +124,30 @@ def test_reuse_links_only_identical_files(tmp_path: Path) -> None:
     assert service.verify(tmp_path / "root", "img", r2.manifest.version)[1] == []
 
 
+def test_a_second_writer_of_the_same_name_is_refused_at_once(tmp_path: Path) -> None:
+    r1 = export_tar(tmp_path, ROOTFS, "v1")
+    layout = Layout(tmp_path / "root", "img")
+    held = try_lock(layout)  # what another export or prune (here or on the server) holds
+    assert held is not None
+    try:
+        assert try_lock(layout) is None  # flock: per open file, so this process is refused too
+        with pytest.raises(NetrootError, match="exporting or pruning 'img'"):
+            export_tar(tmp_path, [*ROOTFS, Spec("new", data=b"n")], "v2")
+    finally:
+        os.close(held)
+    assert service.current_id(layout) == r1.manifest.version
+    assert os.listdir(layout.staging) == []
+    again = try_lock(layout)  # released with its fd
+    assert again is not None
+    os.close(again)
+
+
 def test_failure_leaves_current_and_cleans_staging(tmp_path: Path) -> None:
     r1 = export_tar(tmp_path, ROOTFS, "v1")
     archive = write_tar(tmp_path / "v2.tar", [*ROOTFS, Spec("new", data=b"n")])
     info = sources.inspect_archive(archive)
 
-    def boom(w: Writer) -> None:
+    def boom(w: Writer) -> sources.SourceRead:
         sources.apply_archive(info, w)
         raise OSError(28, "No space left on device")
 
