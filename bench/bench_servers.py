@@ -106,11 +106,12 @@ def main() -> None:
     ap.add_argument("--server", choices=("ganesha", "kernel"), default="ganesha")
     args = ap.parse_args()
     out: dict[str, Any] = {"server": args.server}
+    if args.part != "rollout" and args.server != "ganesha":
+        sys.exit("--part netboot: diskless boards are served by --server ganesha")
     if args.part in ("rollout", "both"):
         out["rollout"] = bench_rollout(args.boards, args.server)
+        _quiet(f"rollout: {json.dumps(out['rollout'])}")  # kept if the next part is cut short
     if args.part in ("netboot", "both"):
-        if args.server != "ganesha":
-            sys.exit("--part netboot: diskless boards are served by --server ganesha")
         out["netboot"] = bench_netboot(args.boards, args.netboot)
     print(json.dumps(out, indent=2))
 
