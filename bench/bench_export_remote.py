@@ -86,19 +86,26 @@ def _bare_rsync(host: NetnsHost, src: Path, dest: Path) -> float:
     return time.perf_counter() - t
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mib", type=int, default=200)
-    ap.add_argument("--files", type=int, default=2000)
+def prepared(doc: str, mib: int, files: int, prefix: str) -> tuple[argparse.Namespace, Path, Path]:
+    """Parse --mib/--files/--work, check the machine can run it, write the rootfs tar:
+    (args, work dir, tar)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--mib", type=int, default=mib)
+    ap.add_argument("--files", type=int, default=files)
     ap.add_argument("--work", type=Path, default=None)
     args = ap.parse_args()
     why = available() or ("" if shutil.which("rsync") else "rsync is not installed")
     if why:
         raise SystemExit(f"cannot run: {why}")
-    work = Path(tempfile.mkdtemp(prefix="netroot-bench-remote-", dir=args.work))
+    work = Path(tempfile.mkdtemp(prefix=prefix, dir=args.work))
+    tar = work / "v1.tar"
+    write_bulk_rootfs(tar, args.mib << 20, args.files, seed=0)
+    return args, work, tar
+
+
+def main() -> None:
+    _args, work, base = prepared(__doc__ or "", 200, 2000, "netroot-bench-remote-")
     try:
-        base = work / "v1.tar"
-        write_bulk_rootfs(base, args.mib << 20, args.files, seed=0)
         changed = _changed(base, work / "v2.tar", files=8, size=128 << 10)
         (work / "host").mkdir()
         with netns_host(work / "host") as host:

@@ -15,17 +15,14 @@ Each export is cold (fresh server roots, fresh control-host cache). Reports:
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
-import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from bench.bench_export_remote import _netroot
-from tests.integration.export.rootfs_gen import write_bulk_rootfs
-from tests.integration.provision_hosts import NetnsHost, available, netns_host, write_inventory
+from bench.bench_export_remote import _netroot, prepared
+from tests.integration.provision_hosts import NetnsHost, netns_host, write_inventory
 
 
 def _inventory(work: Path, name: str, hosts: dict[str, NetnsHost]) -> Path:
@@ -45,18 +42,8 @@ def _inventory(work: Path, name: str, hosts: dict[str, NetnsHost]) -> Path:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mib", type=int, default=100)
-    ap.add_argument("--files", type=int, default=1000)
-    ap.add_argument("--work", type=Path, default=None)
-    args = ap.parse_args()
-    why = available() or ("" if shutil.which("rsync") else "rsync is not installed")
-    if why:
-        raise SystemExit(f"cannot run: {why}")
-    work = Path(tempfile.mkdtemp(prefix="netroot-bench-servers-", dir=args.work))
+    args, work, tar = prepared(__doc__ or "", 100, 1000, "netroot-bench-servers-")
     try:
-        tar = work / "v1.tar"
-        write_bulk_rootfs(tar, args.mib << 20, args.files, seed=0)
         with ExitStack() as stack:
             hosts: dict[str, NetnsHost] = {}
             for server in ("nfs-01", "nfs-02"):

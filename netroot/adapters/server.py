@@ -12,6 +12,7 @@ session whose ssh dies sees EOF and ends (releasing what it held).
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import os
 import re
@@ -41,9 +42,17 @@ SSH_FAILURES = (
 )
 
 
+@functools.cache
+def _prctl() -> Any:
+    # Looked up once, in the parent: between fork and exec the child of a netroot that runs
+    # threads (one per server, export/fanout.py) must not dlopen (a lock another thread may
+    # have held at the fork).
+    return ctypes.CDLL(None, use_errno=True).prctl
+
+
 def _die_with_parent() -> None:
     # Runs in the child before exec: SIGKILL it when netroot dies (kill -9 included).
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    _prctl()(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def ssh_argv(target: SshTarget) -> list[str]:
@@ -65,6 +74,7 @@ def ssh_argv(target: SshTarget) -> list[str]:
 
 
 def spawn(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    _prctl()  # resolved here, before the fork
     try:
         return subprocess.Popen(argv, preexec_fn=_die_with_parent, **kwargs)
     except FileNotFoundError:

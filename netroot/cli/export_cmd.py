@@ -380,6 +380,11 @@ def prune(
 
 def register(app: typer.Typer) -> None:
     app.command(epilog=EXPORT_EPILOG)(export)
-    app.command(epilog="Exit codes: 0 ok, 2 unknown name.")(versions)
-    app.command(epilog="Exit codes: 0 tree matches, 3 paths differ, 2 unknown version.")(verify)
-    app.command(epilog="Exit codes: 0 ok, 1 failed, 2 bad input or unknown name.")(prune)
+    several = (
+        " Several NFS servers: each is asked; one that fails exits with its code (4 unreachable)."
+    )
+    app.command(epilog="Exit codes: 0 ok, 2 unknown name." + several)(versions)
+    app.command(epilog="Exit codes: 0 tree matches, 3 paths differ, 2 unknown version." + several)(
+        verify
+    )
+    app.command(epilog="Exit codes: 0 ok, 1 failed, 2 bad input or unknown name." + several)(prune)

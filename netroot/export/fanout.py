@@ -52,7 +52,10 @@ class Fanout:
         return next(iter(self.done.values())).manifest
 
     def error(self) -> NetrootError:
-        """One error naming every server that lacks the version, with the worst exit code."""
+        """One error naming every server that lacks the version, with the worst exit code
+        (the server's own error, as a one-server export raises it, when it is the only one)."""
+        if len(self.failed) == 1 and not self.done:
+            return next(iter(self.failed.values()))
         reasons = "; ".join(f"{n}: {e.message}" for n, e in self.failed.items())
         done = f"; it is on {', '.join(self.done)}" if self.done else ""
         return NetrootError(

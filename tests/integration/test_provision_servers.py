@@ -7,12 +7,8 @@ Kernel backend, validated by the role's checker, not applied (this kernel has no
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from netroot.errors import Exit
 from netroot.inventory import load
@@ -21,7 +17,6 @@ from tests.integration.provision_hosts import (
     NEEDS_HOSTS,
     NetnsHost,
     make_export_tree,
-    netns_host,
     start_sshd,
     stop_sshd,
     write_inventory,
@@ -29,15 +24,6 @@ from tests.integration.provision_hosts import (
 
 pytestmark = NEEDS_HOSTS
 VERSION = "c3" * 6
-
-
-@pytest.fixture(scope="module")
-def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, NetnsHost]]:
-    with ExitStack() as stack:
-        yield {
-            name: stack.enter_context(netns_host(tmp_path_factory.mktemp(name)))
-            for name in ("nfs-01", "nfs-02")
-        }
 
 
 def _inventory(hosts: dict[str, NetnsHost], tmp: Path) -> Path:

@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,6 @@ from netroot.rollout.plan import Count
 from tests.integration.provision_hosts import (
     NEEDS_RSYNC,
     NetnsHost,
-    netns_host,
     start_sshd,
     stop_sshd,
 )
@@ -41,15 +39,6 @@ from tests.unit.core.fleetkit import FakeBoards
 
 pytestmark = NEEDS_RSYNC
 BOARDS = {"pi-01": "nfs-01", "pi-02": "nfs-01", "pi-03": "nfs-02", "pi-04": "nfs-02"}
-
-
-@pytest.fixture(scope="module")
-def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, NetnsHost]]:
-    with ExitStack() as stack:
-        yield {
-            name: stack.enter_context(netns_host(tmp_path_factory.mktemp(name)))
-            for name in ("nfs-01", "nfs-02")
-        }
 
 
 class Site:

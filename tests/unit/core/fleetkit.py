@@ -147,3 +147,15 @@ def open_control(tmp: Path, name: str, data: Mapping[str, Any], monkeypatch: Any
     # Inventory order kept: the first server is the fleet home.
     (work / "inventory.yml").write_text(yaml.safe_dump(dict(data), sort_keys=False))
     return open_fleet(load(work / "inventory.yml"))
+
+
+def netroot_cli(inv: Path, *args: str) -> Any:
+    """`netroot -i INV ARGS...` as a user runs it (no colours, wide tables, no stdin)."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "netroot", "-i", str(inv), *args],
+        capture_output=True, text=True, env=env, timeout=300, stdin=subprocess.DEVNULL,
+    )  # fmt: skip

@@ -7,15 +7,13 @@ once), so nothing here needs a lab; the source is a rootfs tar.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
 from netroot.remote import lock
-from tests.unit.core.fleetkit import snapshot
+from tests.unit.core.fleetkit import netroot_cli, snapshot
 from tests.unit.export.tarbuild import Spec, write_tar
 
 
@@ -34,11 +32,8 @@ def _setup(tmp_path: Path) -> tuple[Path, Path, str]:
 
 
 def _netroot(inv: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "netroot", "-i", str(inv), *args],
-        capture_output=True, text=True, env=env, timeout=300, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    done: subprocess.CompletedProcess[str] = netroot_cli(inv, *args)
+    return done
 
 
 def test_dry_run_and_declined_prompt_write_nothing(tmp_path: Path) -> None:

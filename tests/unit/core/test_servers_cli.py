@@ -5,14 +5,12 @@ done, a rollout's dry run paces its batches per server."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
-from tests.unit.core.fleetkit import current_link, stamped_image
+from tests.unit.core.fleetkit import current_link, netroot_cli, stamped_image
 
 
 def _setup(tmp_path: Path, batch: int = 10) -> tuple[Path, dict[str, Path]]:
@@ -35,11 +33,8 @@ def _setup(tmp_path: Path, batch: int = 10) -> tuple[Path, dict[str, Path]]:
 
 
 def _netroot(inv: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "netroot", "-i", str(inv), *args],
-        capture_output=True, text=True, env=env, timeout=300, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    done: subprocess.CompletedProcess[str] = netroot_cli(inv, *args)
+    return done
 
 
 def test_export_and_versions_on_two_servers(tmp_path: Path) -> None:
@@ -79,3 +74,15 @@ def test_a_rollout_plan_is_paced_per_server(tmp_path: Path) -> None:
     batches = [[s["board"] for s in b] for b in json.loads(proc.stdout)["plan"]["batches"]]
     # pi-01..03 on nfs-01, pi-04..06 on nfs-02, at most 2 of a server per batch.
     assert batches == [["pi-01"], ["pi-02", "pi-03", "pi-04", "pi-05"], ["pi-06"]]
+
+
+def test_status_shows_which_board_hangs_off_which_server(tmp_path: Path) -> None:
+    inv, _roots = _setup(tmp_path)
+    proc = _netroot(inv, "status", "--json")
+    assert proc.returncode == 1, proc.stderr  # the boards are not there: drift
+    out = json.loads(proc.stdout)
+    assert out["servers"]["nfs-01"] == {"address": "127.0.0.2", "home": True,
+                                        "boards": ["pi-01", "pi-02", "pi-03"]}  # fmt: skip
+    assert out["servers"]["nfs-02"]["boards"] == ["pi-04", "pi-05", "pi-06"]
+    assert {b["board"]: b["server"] for b in out["boards"]}["pi-05"] == "nfs-02"
+    assert "┃ board ┃ server ┃" in _netroot(inv, "status").stdout
