@@ -76,9 +76,10 @@ def servers_lab(lab: LabHandle, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 def _mount_source(lab: LabHandle, board: str) -> str:
     """The source (server:path) of the board's NFS mount of its version, from the board."""
-    out = lab.ssh(board, "awk '$3 ~ /^nfs/ {print $1}' /proc/mounts").stdout.split()
-    assert len(out) == 1, f"{board}: NFS mounts {out}"
-    return out[0]
+    # The version's mount, and binds of files in it (its manifest): one source for all.
+    out = set(lab.ssh(board, "awk '$3 ~ /^nfs/ {print $1}' /proc/mounts").stdout.split())
+    assert len(out) == 1, f"{board}: NFS mounts from {sorted(out)}"
+    return out.pop()
 
 
 def test_lab_up_servers_2_gives_each_board_its_own_server(servers_lab: ServersLab) -> None:
