@@ -93,7 +93,7 @@ def start(
             server.start(plan, srv, seeds.server_seed(plan, srv, client_pub))
     _rehome(plan, was, report)
     for name in _beyond(plan):
-        report(f"stopped {name} (not in a lab of {len(plan.nfs)} servers)")
+        report(f"stopped {name} (the lab has {len(plan.nfs)} server(s) now)")
 
 
 def _rehome(plan: LabPlan, was: int, report: Report) -> None:
