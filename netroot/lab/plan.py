@@ -261,9 +261,8 @@ def moved_boards(plan: LabPlan, was: int) -> list[tuple[BoardPlan, int]]:
 
 def letting_go(plan: LabPlan, was: int) -> tuple[list[BoardPlan], list[BoardPlan]]:
     """What must let go of its server when a lab of `was` servers becomes `plan`: the boards
-    with a disk whose old server goes away (they unmount their version), and the diskless
-    boards whose server changes (powered off: their root is the old server's)."""
-    staying = {s.index for s in plan.nfs}
-    moved = moved_boards(plan, was)
-    unmount = [b for b, old in moved if not b.netboot and old not in staying]
-    return unmount, [b for b, _ in moved if b.netboot]
+    with a disk whose server changes (they unmount their version; the next provision mounts
+    it from the new one), and the diskless boards whose server changes (powered off: their
+    root is the old server's)."""
+    moved = [b for b, _ in moved_boards(plan, was)]
+    return [b for b in moved if not b.netboot], [b for b in moved if b.netboot]

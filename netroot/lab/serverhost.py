@@ -100,10 +100,11 @@ def _rehome(plan: LabPlan, was: int, report: Report) -> None:
     """Boards whose server changes with the number of servers let go of their old one.
 
     A diskless board is powered off (its root is the old server's; provision boots it from
-    the new one). A board that mounts its version over NFS lets go of a server that is going
-    away (as `lab down` quiesces it): mounts of a server that is gone are stale handles its
-    next netroot-mount could not unmount. One that stays mounts its new server at its next
-    provision.
+    the new one). A board that mounts its version over NFS unmounts it (as `lab down`
+    quiesces it): a mount of a server that goes away is a stale handle its next netroot-mount
+    could not unmount, and a board moved to a server that stays was once seen failing to
+    remount from the new one (bench_servers); unmounted, its next provision mounts it as a
+    board with nothing mounted, the path the e2e proves.
     """
     unmount, power_off = letting_go(plan, was)
     for board in power_off:

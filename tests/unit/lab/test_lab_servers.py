@@ -79,20 +79,20 @@ def test_boards_whose_server_changes_are_named_with_their_old_server() -> None:
     assert moved_boards(two, 2) == [] and moved_boards(one, 1) == []
 
 
-def test_only_boards_losing_their_server_unmount_and_moved_diskless_boards_power_off() -> None:
+def test_boards_whose_server_changes_unmount_and_diskless_ones_power_off() -> None:
     def names(plan_and_was: tuple[int, int, int]) -> tuple[list[str], list[str]]:
         servers, was, netboot = plan_and_was
         plan = make_plan(4, Path("/lab"), servers=servers, netboot=netboot)
         unmount, power_off = letting_go(plan, was)
         return [b.name for b in unmount], [b.name for b in power_off]
 
-    # Growing: pi-02 and pi-04 move to nfs-02, but nfs-01 stays: they remount at provision.
-    assert names((2, 1, 0)) == ([], [])
+    # Growing: pi-02 and pi-04 move to nfs-02 and let go of nfs-01; provision mounts them.
+    assert names((2, 1, 0)) == (["pi-02", "pi-04"], [])
     # Shrinking: nfs-02 goes away; its boards unmount first. A diskless board's root moves.
     assert names((1, 2, 2)) == (["pi-02", "pi-04"], ["nb-02"])
-    assert names((2, 1, 2)) == ([], ["nb-02"])
-    # 3 -> 2: pi-03 (nfs-03 goes) unmounts; pi-04 (nfs-01 -> nfs-02) remounts at provision.
-    assert names((2, 3, 0)) == (["pi-03"], [])
+    assert names((2, 1, 2)) == (["pi-02", "pi-04"], ["nb-02"])
+    # 3 -> 2: pi-03 (nfs-03 goes) and pi-04 (nfs-01 -> nfs-02) move; pi-01, pi-02 stay.
+    assert names((2, 3, 0)) == (["pi-03", "pi-04"], [])
     assert names((2, 2, 2)) == ([], [])
 
 
