@@ -22,9 +22,10 @@ one in-memory bridge, so no server's link is ever the bottleneck here (it is on 
 in netroot's own work (exports, Ansible runs, dnsmasq/TFTP/NFS service), not link capacity.
 Leaves the lab up (run it under the lab lock, with `lab down` after).
 
-Not measured yet: the one run (2026-12-05, 3 boards, Ganesha) stopped at the two-server
-rollout (pi-02, moved from nfs-01's mount to nfs-02, failed to remount; `lab up` now unmounts
-a board whose server changes). Record the figures here and in the README when it has run.
+Measured 2026-12-05 (2-core machine, Ganesha, 3 boards, one run): rollout one server 52.5 s,
+two servers 53.0 s, two/one 1.01. (The first run stopped at the two-server rollout: pi-02,
+moved from nfs-01's mount to nfs-02, failed to remount; `lab up` now unmounts a board whose
+server changes.)
 """
 
 from __future__ import annotations
