@@ -23,9 +23,10 @@ in netroot's own work (exports, Ansible runs, dnsmasq/TFTP/NFS service), not lin
 Leaves the lab up (run it under the lab lock, with `lab down` after).
 
 Measured 2026-12-05 (2-core machine, Ganesha, 3 boards, one run): rollout one server 52.5 s,
-two servers 53.0 s, two/one 1.01. (The first run stopped at the two-server rollout: pi-02,
-moved from nfs-01's mount to nfs-02, failed to remount; `lab up` now unmounts a board whose
-server changes.)
+two servers 53.0 s, two/one 1.01; two diskless boards booting at once, power-on to SSH,
+28.4/28.6 s from one server, 28.2/28.3 s split over two, slowest two/one 0.99. (The first
+run stopped at the two-server rollout: pi-02, moved from nfs-01's mount to nfs-02, failed to
+remount; `lab up` now unmounts a board whose server changes.)
 """
 
 from __future__ import annotations
