@@ -50,8 +50,16 @@ def up_cmd(
     server: str = typer.Option(
         "ganesha",
         "--server",
-        help="nfs-01: ganesha (NFS-Ganesha in a container) or kernel (Linux's nfs-kernel-server "
-        "in a Debian x86_64 VM of its own, reached over SSH as a sudo user).",
+        help="The NFS servers: ganesha (NFS-Ganesha in a container) or kernel (Linux's "
+        "nfs-kernel-server in a Debian x86_64 VM of its own, reached over SSH as a sudo user).",
+    ),
+    servers: int = typer.Option(
+        1,
+        "--servers",
+        min=1,
+        max=4,
+        help="How many NFS servers (nfs-01, nfs-02, ...): the boards are dealt out in turn, "
+        "each mounting or booting from its own (netroot_nfs_server in the inventory).",
     ),
     gpu_mem: int = typer.Option(
         128,
@@ -79,6 +87,7 @@ def up_cmd(
         netboot=netboot,
         server_kind=server,
         gpu_mem=gpu_mem,
+        servers=servers,
     )
     app.out.info(f"inventory: {plan.lab_dir / 'inventory.yml'}")
 

@@ -16,6 +16,15 @@ from netroot.run import run
 MEMORY_MIB = DEFAULT.memory_mib()  # diskless boards are armhf
 SNAPSHOT = "netroot-lab"  # the internal qcow2 snapshot holding a board's saved state
 QEMU_HINT = "install qemu-system-arm: apt-get install qemu-system-arm"
+# What a board does before it lets go of its server (a clean shutdown, or a move to another
+# server): network filesystems go first (a server removed with the lab must leave no mounts of
+# it in a saved state), and the ARP cache is emptied (a resumed board must ask for the server's
+# address, not trust a saved answer). Run as root through sudo, as the board's user `pi` (root
+# cannot log in).
+QUIESCE = (
+    "sudo -n sh -c 'systemctl stop netroot-mount.service 2>/dev/null; "
+    "umount -a -l -t overlay,nfs,nfs4 2>/dev/null; ip neigh flush all 2>/dev/null; sync; true'"
+)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from netroot.lab.plan import (
     HOST_ADDRESS,
     HOST_VETH,
     NETNS,
-    SERVER_VETH,
     LabPlan,
     stable_mac,
 )
@@ -83,14 +82,15 @@ def add_tap(tap: str) -> None:
     _ip("link", "set", tap, "master", BRIDGE, "up", netns=NETNS)
 
 
-def attach_container(pid: int, address: str, prefixlen: int) -> None:
-    """Give a running container (by its init PID) an eth0 on the lab bridge at `address`."""
-    if link_exists(SERVER_VETH, NETNS):
-        _ip("link", "del", SERVER_VETH, netns=NETNS)
+def attach_container(pid: int, veth: str, address: str, prefixlen: int) -> None:
+    """Give a running container (by its init PID) an eth0 on the lab bridge at `address`,
+    linked to `veth` on the bridge."""
+    if link_exists(veth, NETNS):
+        _ip("link", "del", veth, netns=NETNS)
     _ip(
         "link",
         "add",
-        SERVER_VETH,
+        veth,
         "type",
         "veth",
         "peer",
@@ -100,7 +100,7 @@ def attach_container(pid: int, address: str, prefixlen: int) -> None:
         str(pid),
         netns=NETNS,
     )
-    _ip("link", "set", SERVER_VETH, "master", BRIDGE, "up", netns=NETNS)
+    _ip("link", "set", veth, "master", BRIDGE, "up", netns=NETNS)
     nsenter = ["nsenter", "-t", str(pid), "-n", "ip"]
     run([*nsenter, "link", "set", "eth0", "address", stable_mac(address)], hint=IP_HINT)
     run([*nsenter, "addr", "add", f"{address}/{prefixlen}", "dev", "eth0"], hint=IP_HINT)

@@ -13,8 +13,9 @@ NETNS = "netroot-lab"
 BRIDGE = "nrbr0"
 SUBNET = ipaddress.ip_network("10.77.0.0/24")
 HOST_ADDRESS = "10.77.0.1"  # the host's end of the veth into the lab
-SERVER_ADDRESS = "10.77.0.2"
+SERVER_ADDRESS = "10.77.0.2"  # nfs-01's; nfs-0N is 10.77.0.(1+N)
 SERVER_NAME = "nfs-01"
+MAX_SERVERS = 4  # 10.77.0.2-5: below the boards' addresses
 FIRST_BOARD = 11  # pi-01 is 10.77.0.11
 MAX_BOARDS = 32
 FIRST_NETBOOT = 51  # nb-01, the first diskless board, is 10.77.0.51
@@ -59,6 +60,63 @@ class BoardPlan:
 
 
 @dataclass(frozen=True)
+class ServerPlan:
+    """One NFS server machine of the lab: nfs-0N at 10.77.0.(1+N), its export root and the
+    names of what carries it. nfs-01 keeps the names of a one-server lab (its container,
+    veth, tap and directories), so a running lab stays what it was."""
+
+    index: int  # 1-based
+    name: str
+    address: str
+    export_root: Path
+
+    @property
+    def mac(self) -> str:
+        return stable_mac(self.address)
+
+    @property
+    def _suffix(self) -> str:
+        return "" if self.index == 1 else f"-{self.name}"
+
+    @property
+    def container(self) -> str:
+        """The Ganesha server's container."""
+        return f"netroot-lab-{self.name}"
+
+    @property
+    def veth(self) -> str:
+        """The lab side of the Ganesha container's link (the container side is eth0)."""
+        return SERVER_VETH if self.index == 1 else f"nr-srv{self.index}-br"
+
+    @property
+    def tap(self) -> str:
+        """The kernel server VM's tap on the lab bridge."""
+        return f"nrsrv{self.index - 1}"  # nrsrv0: nfs-01's
+
+    def dir(self, lab_dir: Path) -> Path:
+        """Its SSH host key (kept across restarts, whatever the kind)."""
+        return lab_dir / f"server{self._suffix}"
+
+    def vm_dir(self, lab_dir: Path) -> Path:
+        """The kernel server VM's disks, pidfile, console and monitor."""
+        return lab_dir / f"server-vm{self._suffix}"
+
+
+def server_plan(index: int, export_root: Path, kind: str = "ganesha") -> ServerPlan:
+    """Server `index` (1-based). Ganesha serves a directory of this host: each server its own
+    (`<export root>-nfs-0N` beside nfs-01's). A kernel server VM has its export root on its own
+    disk: the same path on every server."""
+    if not 1 <= index <= MAX_SERVERS:
+        raise UsageError(f"server number {index} out of range", f"use 1..{MAX_SERVERS}")
+    name = f"nfs-{index:02d}"
+    root = export_root
+    if index > 1 and kind == "ganesha":
+        root = export_root.with_name(f"{export_root.name}-{name}")
+    address = str(SUBNET.network_address + 1 + index)
+    return ServerPlan(index=index, name=name, address=address, export_root=root)
+
+
+@dataclass(frozen=True)
 class LabPlan:
     """Everything `lab up` will create, for `boards` boards."""
 
@@ -68,8 +126,23 @@ class LabPlan:
     arch: str = "armhf"
     prefixlen: int = SUBNET.prefixlen
     netboot: tuple[BoardPlan, ...] = ()  # the diskless boards
-    server: str = DEFAULT_SERVER  # one of SERVER_KINDS
+    server: str = DEFAULT_SERVER  # one of SERVER_KINDS: what every server of the lab runs
+    servers: tuple[ServerPlan, ...] = ()  # nfs-01.., each serving its share of the boards
     gpu_mem: int = LAB_GPU_MEM_MIB  # netroot_gpu_mem of every disk board (config.txt, RAM)
+
+    @property
+    def nfs(self) -> tuple[ServerPlan, ...]:
+        """The lab's NFS servers (nfs-01 alone unless planned otherwise)."""
+        return self.servers or (server_plan(1, self.export_root, self.server),)
+
+    def server_of(self, board: BoardPlan) -> ServerPlan:
+        """The server a board mounts or boots from: the boards are dealt out in turn (pi-01
+        nfs-01, pi-02 nfs-02, ...), so growing the lab never moves a board that is there."""
+        nfs = self.nfs
+        return nfs[(board.index - 1) % len(nfs)]
+
+    def boards_of(self, server: ServerPlan) -> tuple[BoardPlan, ...]:
+        return tuple(b for b in self.all_boards if self.server_of(b) == server)
 
     @property
     def server_user(self) -> str:
@@ -80,6 +153,12 @@ class LabPlan:
     @property
     def all_boards(self) -> tuple[BoardPlan, ...]:
         return self.boards + self.netboot
+
+    @property
+    def all_hosts(self) -> tuple[ServerPlan | BoardPlan, ...]:
+        """What `lab up` waits for: the servers and the boards with a disk (the diskless ones
+        are powered on by provision)."""
+        return self.nfs + self.boards
 
     @property
     def key(self) -> Path:
@@ -95,7 +174,7 @@ class LabPlan:
 
     @property
     def server_dir(self) -> Path:
-        return self.lab_dir / "server"
+        return self.nfs[0].dir(self.lab_dir)
 
 
 def stable_mac(address: str) -> str:
@@ -139,8 +218,10 @@ def make_plan(
     netboot: int = 0,
     server: str = DEFAULT_SERVER,
     gpu_mem: int = LAB_GPU_MEM_MIB,
+    servers: int = 1,
 ) -> LabPlan:
-    """The plan for `boards` boards and `netboot` diskless ones under `lab_dir`."""
+    """The plan for `boards` boards and `netboot` diskless ones under `lab_dir`, split over
+    `servers` NFS servers."""
     low, high = GPU_MEM_RANGE
     if not low <= gpu_mem <= high:
         raise UsageError(
@@ -157,12 +238,41 @@ def make_plan(
         raise UsageError(f"--netboot {netboot}: expected 0..{MAX_NETBOOT}")
     if boards < (0 if netboot else 1) or boards > MAX_BOARDS:
         raise UsageError(f"--boards {boards}: expected 1..{MAX_BOARDS} (0 with --netboot)")
+    if not 1 <= servers <= MAX_SERVERS:
+        raise UsageError(f"--servers {servers}: expected 1..{MAX_SERVERS}")
+    if servers > boards + netboot:
+        raise UsageError(
+            f"--servers {servers} with {boards + netboot} board(s) in all",
+            "a server with no board to serve: use at most one server per board",
+        )
+    root = export_root or lab_dir / "export"
     return LabPlan(
         lab_dir=lab_dir,
-        export_root=export_root or lab_dir / "export",
+        export_root=root,
         boards=tuple(board_plan(i) for i in range(1, boards + 1)),
         arch=arch,
         netboot=tuple(netboot_plan(i) for i in range(1, netboot + 1)),
         server=server,
         gpu_mem=gpu_mem,
+        servers=tuple(server_plan(i, root, server) for i in range(1, servers + 1)),
     )
+
+
+def moved_boards(plan: LabPlan, was: int) -> list[tuple[BoardPlan, int]]:
+    """The boards whose server changes when a lab of `was` servers becomes `plan`, each with
+    the number of its old server."""
+    moved = []
+    for board in plan.all_boards:
+        old = (board.index - 1) % max(1, was) + 1
+        if old != plan.server_of(board).index:
+            moved.append((board, old))
+    return moved
+
+
+def letting_go(plan: LabPlan, was: int) -> tuple[list[BoardPlan], list[BoardPlan]]:
+    """What must let go of its server when a lab of `was` servers becomes `plan`: the boards
+    with a disk whose server changes (they unmount their version; the next provision mounts
+    it from the new one), and the diskless boards whose server changes (powered off: their
+    root is the old server's)."""
+    moved = [b for b, _ in moved_boards(plan, was)]
+    return [b for b in moved if not b.netboot], [b for b in moved if b.netboot]

@@ -11,18 +11,19 @@ import yaml
 from netroot.lab.plan import (
     BOARD_USER,
     NETBOOT_EXPORT,
-    SERVER_ADDRESS,
     SERVER_INTERFACE,
-    SERVER_NAME,
     SUBNET,
+    BoardPlan,
     LabPlan,
+    ServerPlan,
 )
 
 
 def _diskless(plan: LabPlan, power_cycle: Sequence[str]) -> dict[str, Any]:
-    """The diskless boards: netboot from nfs-01, powered on and off by the lab."""
+    """The diskless boards: netboot from their server, powered on and off by the lab."""
     return {
         b.name: {
+            **_served_by(plan, b),
             "ansible_host": b.address,
             "netroot_address": b.address,
             "netroot_image": NETBOOT_EXPORT,
@@ -35,6 +36,43 @@ def _diskless(plan: LabPlan, power_cycle: Sequence[str]) -> dict[str, Any]:
         }
         for b in plan.netboot
     }
+
+
+def _served_by(plan: LabPlan, board: BoardPlan) -> dict[str, str]:
+    """Which server a board mounts or boots from: named only when there are several (one
+    server is every board's by default)."""
+    return {"netroot_nfs_server": plan.server_of(board).name} if len(plan.nfs) > 1 else {}
+
+
+def _server(plan: LabPlan, srv: ServerPlan) -> dict[str, Any]:
+    """One NFS server's host entry."""
+    server: dict[str, Any] = {
+        "ansible_host": srv.address,
+        "netroot_nfs_backend": "ganesha",
+        "netroot_export_root": str(srv.export_root),
+        "netroot_nfs_address": srv.address,
+    }
+    if plan.server == "kernel":
+        # A server of its own, as a Debian server is met: a sudo user, root refused. Its
+        # export root is its own disk, a path on the server: exports, the fleet state and the
+        # writer's lock go there over SSH (netroot.export.remote, netroot.fleet.remote).
+        server.update(
+            ansible_user=plan.server_user,
+            ansible_become=True,
+            netroot_nfs_backend="kernel",
+            netroot_export_remote=True,
+        )
+    if any(b.netboot for b in plan.boards_of(srv)):
+        # No other DHCP server on the lab network: dnsmasq gives the diskless boards their
+        # addresses too (each server its own boards' only); no switch port learning here, so
+        # no reply delay.
+        server.update(
+            netroot_dnsmasq_interface=SERVER_INTERFACE,
+            netroot_dnsmasq_network=str(SUBNET),
+            netroot_dnsmasq_addresses=True,
+            netroot_dnsmasq_reply_delay=0,
+        )
+    return server
 
 
 def inventory(plan: LabPlan, power_cycle: Sequence[str] = ("false",)) -> dict[str, Any]:
@@ -58,35 +96,12 @@ def inventory(plan: LabPlan, power_cycle: Sequence[str] = ("false",)) -> dict[st
             # What provision writes into config.txt; an arm64 board's RAM is 1024 MiB less it.
             "netroot_gpu_mem": plan.gpu_mem,
             "netroot_mac": b.mac,
+            **_served_by(plan, b),
         }
         for b in plan.boards
     }
-    server: dict[str, Any] = {
-        "ansible_host": SERVER_ADDRESS,
-        "netroot_nfs_backend": "ganesha",
-        "netroot_export_root": str(plan.export_root),
-        "netroot_nfs_address": SERVER_ADDRESS,
-    }
-    if plan.server == "kernel":
-        # A server of its own, as a Debian server is met: a sudo user, root refused. Its
-        # export root is its own disk, a path on the server: exports, the fleet state and the
-        # writer's lock go there over SSH (netroot.export.remote, netroot.fleet.remote).
-        server.update(
-            ansible_user=plan.server_user,
-            ansible_become=True,
-            netroot_nfs_backend="kernel",
-            netroot_export_remote=True,
-        )
     children: dict[str, Any] = {"lab": {"hosts": boards}} if boards else {}
     if plan.netboot:
-        # No other DHCP server on the lab network: dnsmasq gives the diskless boards their
-        # addresses too; no switch port learning here, so no reply delay.
-        server.update(
-            netroot_dnsmasq_interface=SERVER_INTERFACE,
-            netroot_dnsmasq_network=str(SUBNET),
-            netroot_dnsmasq_addresses=True,
-            netroot_dnsmasq_reply_delay=0,
-        )
         children["lab_netboot"] = {"hosts": _diskless(plan, power_cycle)}
     return {
         "all": {
@@ -98,7 +113,7 @@ def inventory(plan: LabPlan, power_cycle: Sequence[str] = ("false",)) -> dict[st
                 "netroot_known_hosts": str(plan.known_hosts),
             },
             "children": {
-                "nfs_servers": {"hosts": {SERVER_NAME: server}},
+                "nfs_servers": {"hosts": {srv.name: _server(plan, srv) for srv in plan.nfs}},
                 # As a stock Raspberry Pi OS board: its imaging user, root through sudo.
                 "boards": {
                     "vars": {"ansible_user": BOARD_USER, "ansible_become": True},

@@ -20,7 +20,7 @@ from netroot.lab.plan import (
     TFTP_ROOT,
     BoardPlan,
     LabPlan,
-    stable_mac,
+    ServerPlan,
 )
 
 SSHD_CONF = (
@@ -41,6 +41,8 @@ def _board_identity(
     """What every lab board's seed holds: /etc/hosts, its SSH host key, and the lab's key for
     `pi` (passwordless sudo)."""
     priv, pub, _ = _host_key(files.host_key, board.name)
+    # nfs-01 only, whatever the number of servers: boards mount by address, and a seed that
+    # stays the same keeps a board's saved state resumable when the lab's servers change.
     hosts = f"127.0.0.1 localhost\n127.0.1.1 {board.name}\n{SERVER_ADDRESS} {SERVER_NAME}\n"
     return {
         "etc/hosts": (hosts.encode(), 0o644),
@@ -70,8 +72,9 @@ def board_seed(board: BoardPlan, files: BoardFiles, client_pub: str) -> bytes:
     )
 
 
-def netboot_seeds(plan: LabPlan, client_pub: str) -> bytes:
-    """The diskless boards' seeds as files of the server's TFTP root: seeds/01-<mac>.tar.
+def netboot_seeds(plan: LabPlan, srv: ServerPlan, client_pub: str) -> bytes:
+    """The seeds of the diskless boards `srv` serves, as files of its TFTP root:
+    seeds/01-<mac>.tar.
 
     A diskless board has no disk to carry its SSH host key and authorized_keys, so its initramfs
     fetches them over TFTP (images/board/netboot-init), as the lab's stand-in for what a site
@@ -79,15 +82,22 @@ def netboot_seeds(plan: LabPlan, client_pub: str) -> bytes:
     lab network could read a board's host key. The lab network holds only the lab's machines.
     """
     seeds: dict[str, bytes] = {}
-    for board in plan.netboot:
+    for board in plan.boards_of(srv):
+        if not board.netboot:
+            continue
         identity = _board_identity(board, BoardFiles(board.dir(plan.lab_dir)), client_pub)
         seed = disk.seed_tar(identity, {f"home/{BOARD_USER}/.ssh": 1000})
         seeds[f"01-{board.mac.replace(':', '-')}.tar"] = seed
     return disk.files_tar(f"{TFTP_ROOT.strip('/')}/seeds", seeds)
 
 
-def server_seed(plan: LabPlan, client_pub: str) -> bytes:
-    priv, pub, _ = _host_key(plan.server_dir / "ssh_host_ed25519_key", SERVER_NAME)
+def _server_key(plan: LabPlan, srv: ServerPlan) -> tuple[bytes, bytes, str]:
+    return _host_key(srv.dir(plan.lab_dir) / "ssh_host_ed25519_key", srv.name)
+
+
+def server_seed(plan: LabPlan, srv: ServerPlan, client_pub: str) -> bytes:
+    """A Ganesha server container's seed: its host key and the lab's key for root."""
+    priv, pub, _ = _server_key(plan, srv)
     return disk.seed_tar(
         {
             "etc/ssh/ssh_host_ed25519_key": (priv, 0o600),
@@ -98,20 +108,23 @@ def server_seed(plan: LabPlan, client_pub: str) -> bytes:
     )
 
 
-def server_vm_seed(plan: LabPlan, client_pub: str) -> bytes:
-    """The kernel server VM's seed (images/server-vm/customize.sh lays it over / at boot): its
-    host key, the lab's key for its sudo user, its lab address, and where its export disk goes."""
-    priv, pub, _ = _host_key(plan.server_dir / "ssh_host_ed25519_key", SERVER_NAME)
+def server_vm_seed(plan: LabPlan, srv: ServerPlan, client_pub: str) -> bytes:
+    """A kernel server VM's seed (images/server-vm/customize.sh lays it over / at boot): its
+    host key and name, the lab's key for its sudo user, its lab address, and where its export
+    disk goes."""
+    priv, pub, _ = _server_key(plan, srv)
     network = (
-        f"[Match]\nMACAddress={stable_mac(SERVER_ADDRESS)}\n\n[Network]\n"
-        f"Address={SERVER_ADDRESS}/{plan.prefixlen}\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n"
+        f"[Match]\nMACAddress={srv.mac}\n\n[Network]\n"
+        f"Address={srv.address}/{plan.prefixlen}\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n"
     )
     return disk.seed_tar(
         {
             "etc/ssh/ssh_host_ed25519_key": (priv, 0o600),
             "etc/ssh/ssh_host_ed25519_key.pub": (pub, 0o644),
             "etc/systemd/network/10-netroot-lab.network": (network.encode(), 0o644),
-            "etc/netroot/export-root": (f"{plan.export_root}\n".encode(), 0o644),
+            "etc/netroot/export-root": (f"{srv.export_root}\n".encode(), 0o644),
+            # Its name for sudo to resolve (the kernel command line sets the hostname itself).
+            "etc/hosts": (f"127.0.0.1 localhost\n127.0.1.1 {srv.name}\n".encode(), 0o644),
             f"home/{SERVER_USER}/.ssh/authorized_keys": ((client_pub + "\n").encode(), 0o600),
         },
         {f"home/{SERVER_USER}/.ssh": 1000},
@@ -122,12 +135,7 @@ def write_identity(plan: LabPlan, power_cycle: list[str]) -> str:
     """The lab's client key, every host's key, known_hosts and the inventory (whose diskless
     boards are power-cycled by `power_cycle` + their name); the client's public key."""
     client_pub = keys.ensure_key(plan.key, "netroot-lab")
-    host_keys = {
-        SERVER_NAME: (
-            SERVER_ADDRESS,
-            _host_key(plan.server_dir / "ssh_host_ed25519_key", SERVER_NAME)[2],
-        )
-    }
+    host_keys = {srv.name: (srv.address, _server_key(plan, srv)[2]) for srv in plan.nfs}
     for board in plan.all_boards:
         files = BoardFiles(board.dir(plan.lab_dir))
         files.dir.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,5 @@
-"""The NFS server host nfs-01: a privileged container on the lab bridge (no Docker network)."""
+"""An NFS-Ganesha server host (nfs-01, nfs-02, ...): a privileged container on the lab bridge
+(no Docker network)."""
 
 from __future__ import annotations
 
@@ -7,24 +8,25 @@ from pathlib import Path
 
 from netroot.errors import EnvironmentMissing, NetrootError
 from netroot.lab import network
-from netroot.lab.plan import SERVER_ADDRESS, SERVER_CONTAINER, SERVER_IMAGE, LabPlan
+from netroot.lab.plan import SERVER_CONTAINER, SERVER_IMAGE, LabPlan, ServerPlan
 from netroot.run import run
 
 DOCKER_HINT = "is dockerd running? (`bash .ci/setup` starts it)"
+LABEL = "netroot.lab=server"
 
 
-def inspect() -> dict[str, object] | None:
-    """`docker inspect` of the server container, or None if there is none."""
-    proc = run(["docker", "container", "inspect", SERVER_CONTAINER], check=False)
+def inspect(container: str = SERVER_CONTAINER) -> dict[str, object] | None:
+    """`docker inspect` of a server container, or None if there is none."""
+    proc = run(["docker", "container", "inspect", container], check=False)
     if proc.returncode != 0:
         return None
     data = json.loads(proc.stdout)
     return data[0] if data else None
 
 
-def running_pid() -> int | None:
+def running_pid(container: str = SERVER_CONTAINER) -> int | None:
     """The container's init PID if it is running."""
-    info = inspect()
+    info = inspect(container)
     if not info:
         return None
     state = info.get("State")
@@ -115,8 +117,8 @@ def privilege_args() -> list[str]:
     ]
 
 
-def start(plan: LabPlan, seed: bytes) -> int:
-    """Create and start nfs-01 and put it on the lab bridge; returns the container's PID.
+def start(plan: LabPlan, srv: ServerPlan, seed: bytes) -> int:
+    """Create and start server `srv` and put it on the lab bridge; returns the container's PID.
 
     Privileged because ganesha's FSAL VFS needs open_by_handle_at (CAP_DAC_READ_SEARCH) and the
     per-board layers need `mount -t overlay -o index=on,nfs_export=on`. `--network none`:
@@ -124,8 +126,8 @@ def start(plan: LabPlan, seed: bytes) -> int:
     """
     if run(["docker", "image", "inspect", SERVER_IMAGE], check=False).returncode != 0:
         raise EnvironmentMissing(f"image {SERVER_IMAGE} is not built", "run `netroot lab up`")
-    remove()
-    root = str(plan.export_root)
+    remove(srv.container)
+    root = str(srv.export_root)
     run(
         [
             "docker",
@@ -133,15 +135,15 @@ def start(plan: LabPlan, seed: bytes) -> int:
             "--pull",
             "never",
             "--name",
-            SERVER_CONTAINER,
+            srv.container,
             "--hostname",
-            "nfs-01",
+            srv.name,
             *privilege_args(),
             "--init",
             "--network",
             "none",
             "--label",
-            "netroot.lab=server",
+            LABEL,
             "-v",
             f"{root}:{root}",
             "--tmpfs",
@@ -151,24 +153,31 @@ def start(plan: LabPlan, seed: bytes) -> int:
         hint=DOCKER_HINT,
     )
     # The seed (host key, authorized_keys, sshd settings) goes in before sshd first starts.
-    run(["docker", "cp", "-", f"{SERVER_CONTAINER}:/"], input=seed, hint=DOCKER_HINT)
-    run(["docker", "start", SERVER_CONTAINER], hint=DOCKER_HINT)
-    pid = running_pid()
+    run(["docker", "cp", "-", f"{srv.container}:/"], input=seed, hint=DOCKER_HINT)
+    run(["docker", "start", srv.container], hint=DOCKER_HINT)
+    pid = running_pid(srv.container)
     if pid is None:
-        logs = run(["docker", "logs", SERVER_CONTAINER], check=False).stderr.decode()
-        raise NetrootError(f"{SERVER_CONTAINER} did not stay up: {logs.strip()[-300:]}")
-    network.attach_container(pid, SERVER_ADDRESS, plan.prefixlen)
+        logs = run(["docker", "logs", srv.container], check=False).stderr.decode()
+        raise NetrootError(f"{srv.container} did not stay up: {logs.strip()[-300:]}")
+    network.attach_container(pid, srv.veth, srv.address, plan.prefixlen)
     return pid
 
 
-def copy_in(tar: bytes) -> None:
-    """Unpack `tar` over the running server's root (files the lab hands it, like seeds)."""
-    run(["docker", "cp", "-", f"{SERVER_CONTAINER}:/"], input=tar, hint=DOCKER_HINT)
+def copy_in(tar: bytes, container: str = SERVER_CONTAINER) -> None:
+    """Unpack `tar` over a running server's root (files the lab hands it, like seeds)."""
+    run(["docker", "cp", "-", f"{container}:/"], input=tar, hint=DOCKER_HINT)
 
 
-def remove() -> bool:
-    """Remove the server container if it exists (its processes go with it)."""
-    if inspect() is None:
+def containers() -> list[str]:
+    """Every lab server container there is, running or not (by the lab's label)."""
+    proc = run(["docker", "ps", "-a", "--filter", f"label={LABEL}", "--format", "{{.Names}}"],
+               check=False)  # fmt: skip
+    return sorted(proc.stdout.decode().split()) if proc.returncode == 0 else []
+
+
+def remove(container: str = SERVER_CONTAINER) -> bool:
+    """Remove a server container if it exists (its processes go with it)."""
+    if inspect(container) is None:
         return False
-    run(["docker", "rm", "-f", "-v", SERVER_CONTAINER], hint=DOCKER_HINT)
+    run(["docker", "rm", "-f", "-v", container], hint=DOCKER_HINT)
     return True

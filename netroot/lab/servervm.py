@@ -1,5 +1,6 @@
-"""nfs-01 as a machine of its own (`lab up --server kernel`): Debian bookworm amd64 under QEMU
-(TCG) with Linux's own nfs-kernel-server, on the lab bridge like a board, reached over SSH only.
+"""An NFS server as a machine of its own (`lab up --server kernel`): Debian bookworm amd64 under
+QEMU (TCG) with Linux's own nfs-kernel-server, on the lab bridge like a board, reached over SSH
+only. One VM per server (nfs-01, nfs-02, ...), each with its own disks and tap.
 
 Three disks: its root (a qcow2 over a cached base, like a board's SD card), its seed (host key,
 authorized_keys, address; read-only) and its export disk (ext4, mounted at the export root).
@@ -16,14 +17,13 @@ from pathlib import Path
 from netroot.errors import NetrootError
 from netroot.lab import boards, disk, monitor, network, supervise
 from netroot.lab.boards import BoardFiles
-from netroot.lab.plan import SERVER_ADDRESS, SERVER_NAME, LabPlan, stable_mac
+from netroot.lab.plan import LabPlan, ServerPlan, server_plan
 from netroot.paths import project_file
 from netroot.run import run
 
 QEMU = "qemu-system-x86_64"
 QEMU_HINT = "install qemu-system-x86: apt-get install qemu-system-x86"
 MEMORY_MIB = 768
-TAP = "nrsrv0"
 ROOT_SIZE = "3G"  # sparse, like the boards' disks
 EXPORT_SIZE = "16G"  # sparse: only what the versions use takes space on the host
 EXPORT_LABEL = "netroot-export"
@@ -40,7 +40,8 @@ class Artifacts:
 
 @dataclass(frozen=True)
 class ServerFiles(BoardFiles):
-    """The server VM's files under lab_dir/server-vm/ (a board's, plus its export disk)."""
+    """A server VM's files under lab_dir/server-vm[-nfs-0N]/ (a board's, plus its export
+    disk)."""
 
     @property
     def export_disk(self) -> Path:
@@ -54,8 +55,21 @@ class ServerFiles(BoardFiles):
         return self.dir / "export.img"
 
 
-def files_of(lab_dir: Path) -> ServerFiles:
-    return ServerFiles(lab_dir / "server-vm")
+NFS_01 = server_plan(1, Path("/"), "kernel")  # where a caller names no server
+
+
+def files_of(lab_dir: Path, srv: ServerPlan = NFS_01) -> ServerFiles:
+    return ServerFiles(srv.vm_dir(lab_dir))
+
+
+def vm_dirs(lab_dir: Path) -> list[Path]:
+    """Every server VM directory the lab has (nfs-01's and any other's)."""
+    return sorted(p for p in lab_dir.glob("server-vm*") if p.is_dir())
+
+
+def name_of(vm_dir: Path) -> str:
+    """The server a VM directory belongs to (server-vm: nfs-01, server-vm-nfs-02: nfs-02)."""
+    return vm_dir.name.removeprefix("server-vm-") if vm_dir.name != "server-vm" else NFS_01.name
 
 
 def _key(rootfs_tar: Path) -> str:
@@ -98,30 +112,33 @@ def build(rootfs_tar: Path, cache: Path) -> Artifacts:
     return art
 
 
-def kernel_cmdline() -> str:
-    """Root on the first virtio disk; eth0 (the name the server role's dnsmasq settings use)."""
-    return "root=/dev/vda rw console=ttyS0 panic=-1 quiet loglevel=4 net.ifnames=0"
+def kernel_cmdline(srv: ServerPlan = NFS_01) -> str:
+    """Root on the first virtio disk; eth0 (the name the server role's dnsmasq settings use);
+    its name (systemd sets it before any unit: the base disk says nfs-01)."""
+    return (
+        "root=/dev/vda rw console=ttyS0 panic=-1 quiet loglevel=4 net.ifnames=0"
+        f" systemd.hostname={srv.name}"
+    )
 
 
-def qemu_argv(files: ServerFiles, art: Artifacts) -> list[str]:
+def qemu_argv(files: ServerFiles, art: Artifacts, srv: ServerPlan = NFS_01) -> list[str]:
     """The server's qemu command line: x86_64 under TCG (KVM guests hang after SeaBIOS here).
 
     The disks carry serials: the seed unit in the VM finds its seed and export disks by them.
     """
-    mac = stable_mac(SERVER_ADDRESS)
     pairs = [
-        *boards.machine_pairs(SERVER_NAME, "q35", "qemu64", MEMORY_MIB),
+        *boards.machine_pairs(srv.name, "q35", "qemu64", MEMORY_MIB),
         ("-kernel", str(art.kernel)),
         ("-initrd", str(art.initrd)),
-        ("-append", kernel_cmdline()),
+        ("-append", kernel_cmdline(srv)),
         ("-drive", f"if=none,id=root,file={files.disk},format=qcow2,discard=unmap"),
         ("-device", "virtio-blk-pci,drive=root,serial=netroot-root"),
         ("-drive", f"if=none,id=seed,file={files.seed},format=raw,readonly=on"),
         ("-device", "virtio-blk-pci,drive=seed,serial=netroot-seed"),
         ("-drive", f"if=none,id=export,file={files.export_disk},format=raw,discard=unmap"),
         ("-device", "virtio-blk-pci,drive=export,serial=netroot-export"),
-        ("-netdev", f"tap,id=lan,ifname={TAP},script=no,downscript=no"),
-        ("-device", f"virtio-net-pci,netdev=lan,mac={mac},romfile="),
+        ("-netdev", f"tap,id=lan,ifname={srv.tap},script=no,downscript=no"),
+        ("-device", f"virtio-net-pci,netdev=lan,mac={srv.mac},romfile="),
         *boards.io_pairs(files),
     ]
     return [QEMU, *[x for pair in pairs for x in pair]]
@@ -141,32 +158,31 @@ def prepare_disks(files: ServerFiles, art: Artifacts, fresh: bool) -> None:
         tmp.rename(files.export_disk)
 
 
-def start(plan: LabPlan, seed: bytes, art: Artifacts, fresh: bool = False) -> int:
-    """Boot the server VM inside the lab namespace on its own tap; returns qemu's PID."""
-    files = files_of(plan.lab_dir)
-    stop(plan.lab_dir)
+def start(plan: LabPlan, srv: ServerPlan, seed: bytes, art: Artifacts, fresh: bool) -> int:
+    """Boot server `srv`'s VM inside the lab namespace on its own tap; returns qemu's PID."""
+    files = files_of(plan.lab_dir, srv)
+    stop(files)
     prepare_disks(files, art, fresh)
     files.seed.write_bytes(seed)
     files.console.unlink(missing_ok=True)
-    if not network.tap_exists(TAP):
-        network.add_tap(TAP)
-    run([*network.qemu_prefix(), *qemu_argv(files, art), "-daemonize"], hint=QEMU_HINT)
-    pid = running_pid(plan.lab_dir)
+    if not network.tap_exists(srv.tap):
+        network.add_tap(srv.tap)
+    run([*network.qemu_prefix(), *qemu_argv(files, art, srv), "-daemonize"], hint=QEMU_HINT)
+    pid = boards.running_pid(files)
     if pid is None:
-        raise NetrootError(f"{SERVER_NAME}: qemu daemonized but left no live pid")
+        raise NetrootError(f"{srv.name}: qemu daemonized but left no live pid")
     return pid
 
 
-def running_pid(lab_dir: Path) -> int | None:
-    """qemu's PID if the server VM of this lab is running (checked by its root disk's path)."""
-    return boards.running_pid(files_of(lab_dir))
+def running_pid(lab_dir: Path, srv: ServerPlan = NFS_01) -> int | None:
+    """qemu's PID if the server VM `srv` of this lab runs (checked by its root disk's path)."""
+    return boards.running_pid(files_of(lab_dir, srv))
 
 
-def stop(lab_dir: Path, grace: float = 60.0) -> bool:
-    """Shut the server VM down cleanly (ACPI power button: systemd unmounts the export disk),
+def stop(files: ServerFiles, grace: float = 60.0) -> bool:
+    """Shut a server VM down cleanly (ACPI power button: systemd unmounts the export disk),
     then stop it by PID if it is still there after `grace` seconds; True if it was running."""
-    files = files_of(lab_dir)
-    pid = running_pid(lab_dir)
+    pid = boards.running_pid(files)
     if pid is None:
         files.pidfile.unlink(missing_ok=True)
         return False

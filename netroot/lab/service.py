@@ -24,7 +24,6 @@ from netroot.lab import (
     seeds,
     server,
     serverhost,
-    servervm,
     state,
     supervise,
 )
@@ -36,10 +35,7 @@ from netroot.lab.plan import (
     BOARD_USER,
     DEFAULT_SERVER,
     NETNS,
-    SERVER_ADDRESS,
-    SERVER_CONTAINER,
     SERVER_KINDS,
-    SERVER_NAME,
     BoardPlan,
     LabPlan,
     board_plan,
@@ -96,7 +92,9 @@ def _prepare_diskless(plan: LabPlan, client_pub: str, report: Report) -> None:
             report(f"stopped {extra.name} (not in a lab of {len(plan.netboot)} diskless)")
     if not plan.netboot:
         return
-    server.copy_in(seeds.netboot_seeds(plan, client_pub))
+    for srv in plan.nfs:
+        if any(b.netboot for b in plan.boards_of(srv)):
+            server.copy_in(seeds.netboot_seeds(plan, srv, client_pub), srv.container)
     for board in plan.netboot:
         on = diskless.running_pid(BoardFiles(board.dir(plan.lab_dir))) is not None
         state_ = "running" if on else "powered off until `netroot provision` boots it"
@@ -113,15 +111,17 @@ def up(
     netboot: int = 0,
     server_kind: str = DEFAULT_SERVER,
     gpu_mem: int = arch_mod.LAB_GPU_MEM_MIB,
+    servers: int = 1,
 ) -> LabPlan:
     """Bring the lab to `boards_wanted` boards of `arch`, all SSH-ready; reuses what is up.
 
     A board with a saved state (from `lab down`) taken of the same machine resumes from it
     unless `boot`; `fresh` also gives every board a clean disk. A running board of another
     arch is stopped and booted anew (on a disk over that arch's base). `netboot` diskless
-    boards join the inventory and the network powered off (see `_prepare_diskless`). nfs-01
-    is `server_kind`: NFS-Ganesha in a container, or nfs-kernel-server in a VM of its own; a
-    running lab whose server changes kind is saved and stopped first (`down`), then resumed.
+    boards join the inventory and the network powered off (see `_prepare_diskless`). The
+    `servers` NFS servers (nfs-01, ...; the boards dealt out in turn) are `server_kind`:
+    NFS-Ganesha in a container, or nfs-kernel-server in a VM of its own each; a running lab
+    whose servers change kind is saved and stopped first (`down`), then resumed.
     `gpu_mem` goes into the inventory (provision writes it into each board's config.txt) and
     sets an arm64 board's RAM (1024 MiB less it); a running board of another RAM size is
     stopped and booted anew.
@@ -129,7 +129,16 @@ def up(
     lab_dir = paths.lab_dir()
     # Every option is checked before anything is stopped or started: bad input must leave a
     # running lab as it is (the server-kind switch below takes a running lab down).
-    make_plan(boards_wanted, lab_dir, export_root, arch.name, netboot, server_kind, gpu_mem)
+    make_plan(
+        boards_wanted,
+        lab_dir,
+        export_root,
+        arch.name,
+        netboot,
+        server_kind,
+        gpu_mem=gpu_mem,
+        servers=servers,
+    )
     if netboot and arch.name != "armhf":
         raise UsageError(f"--netboot with --arch {arch.name}", "diskless boards are armhf")
     check_environment()
@@ -146,17 +155,23 @@ def up(
     with _locked(lab_dir):
         previous = state.load(lab_dir / "state.json")
         root = export_root or Path(previous.get("export_root") or lab_dir / "export")
-        plan = make_plan(boards_wanted, lab_dir, root, arch.name, netboot, server_kind, gpu_mem)
-        if plan.server != "kernel":  # the kernel server's export root is on its own disk
-            plan.export_root.mkdir(parents=True, exist_ok=True)
+        plan = make_plan(
+            boards_wanted,
+            lab_dir,
+            root,
+            arch.name,
+            netboot,
+            server_kind,
+            gpu_mem=gpu_mem,
+            servers=servers,
+        )
         kern, initrd, base, server_art = build_artifacts(report, arch, netboot > 0, plan.server)
         client_pub = seeds.write_identity(plan, power_cycle_command())
         t0 = time.monotonic()
         network.create(plan)
-        state.save(
-            plan.state_file, boards_wanted, plan.export_root, arch.name, netboot, plan.server
-        )
-        serverhost.start(plan, client_pub, server_art, fresh, report)
+        state.save(plan.state_file, boards_wanted, root, arch.name, netboot, plan.server, servers)
+        had = int(previous.get("servers") or 1)
+        serverhost.start(plan, client_pub, server_art, fresh, report, had)
         _prepare_diskless(plan, client_pub, report)
         wanted = {b.name for b in plan.boards}
         resumed: list[BoardPlan] = []
@@ -180,30 +195,27 @@ def up(
                 report(f"resuming {board.name} at {board.address} from its saved state")
             else:
                 report(f"booting {board.name} at {board.address}")
-        hosts = {SERVER_NAME: SERVER_ADDRESS, **{b.name: b.address for b in plan.boards}}
+        nfs = {s.name: s for s in plan.nfs}
+        hosts = {s.name: s.address for s in plan.all_hosts}
         board_files = {b.name: BoardFiles(b.dir(lab_dir)) for b in plan.boards}
 
         def alive(name: str) -> bool:
-            if name == SERVER_NAME:
-                return serverhost.running_pid(lab_dir, plan.server) is not None
+            if name in nfs:
+                return serverhost.running_pid(lab_dir, plan.server, nfs[name]) is not None
             return boards.running_pid(board_files[name]) is not None
 
         def on_ready(name: str, after: float) -> None:
             report(f"{name} ssh-ready ({after:.1f} s)")
 
-        users = {SERVER_NAME: plan.server_user, **{b.name: BOARD_USER for b in plan.boards}}
+        users = {n: plan.server_user if n in nfs else BOARD_USER for n in hosts}
         late = ready.wait_all(
             hosts, users, plan.key, plan.known_hosts, READY_TIMEOUT, on_ready, alive
         )
         if late:
-            files_ = {**board_files, SERVER_NAME: servervm.files_of(lab_dir)}
-            consoles = ", ".join(str(files_[n].console) for n in late if n in files_)
-            raise NetrootError(
-                f"not ssh-ready: {', '.join(late)}",
-                f"see the console logs: {consoles}"
-                if consoles
-                else f"docker logs {SERVER_CONTAINER}",
-            )
+            consoles = [str(board_files[n].console) for n in late if n in board_files]
+            hints = [f"see the console logs: {', '.join(consoles)}"] if consoles else []
+            hints += filter(None, [serverhost.not_ready_hint(plan, late)])
+            raise NetrootError(f"not ssh-ready: {', '.join(late)}", "; ".join(hints))
         report(
             f"lab up: {len(plan.boards)} boards ssh-ready {time.monotonic() - t0:.1f} s after start"
         )
@@ -215,22 +227,19 @@ def up(
         return plan
 
 
-_Found = tuple[str, str, str, int | None, float | None]  # name, role, address, pid, RSS MiB
-
-
 def _found_boards(
     lab_dir: Path,
     role: str,
     planned: int,
     prefix: str,
     running_pid: Callable[[BoardFiles], int | None],
-) -> list[_Found]:
+) -> list[serverhost.Found]:
     """The boards of one kind a status lists: the planned ones, and any beyond still running."""
     seen = {b.name: b for b in _existing_boards(lab_dir, prefix)}
     for i in range(1, planned + 1):
         board = _PLANS[prefix](i)
         seen.setdefault(board.name, board)
-    found: list[_Found] = []
+    found: list[serverhost.Found] = []
     for board in sorted(seen.values(), key=lambda b: b.index):
         pid = running_pid(BoardFiles(board.dir(lab_dir)))
         if pid is None and board.index > planned:
@@ -245,19 +254,7 @@ def status() -> state.LabStatus:
     lab_dir = paths.lab_dir()
     saved = state.load(lab_dir / "state.json")
     planned = int(saved.get("boards") or 0)
-    kind = str(saved.get("server") or DEFAULT_SERVER)
-    server_pid = serverhost.running_pid(lab_dir, kind)
-    # The VM's RSS is the server's cost; the container's processes are not one PID's.
-    server_rss = supervise.rss_kib(server_pid) if server_pid and kind == "kernel" else None
-    found: list[_Found] = [
-        (
-            SERVER_NAME,
-            "server",
-            SERVER_ADDRESS,
-            server_pid,
-            round(server_rss / 1024, 1) if server_rss else None,
-        )
-    ]
+    found = serverhost.found(lab_dir, saved)
     found += _found_boards(lab_dir, "board", planned, "pi-", boards.running_pid)
     netboot = int(saved.get("netboot") or 0)
     found += _found_boards(lab_dir, "diskless", netboot, "nb-", diskless.running_pid)
@@ -295,20 +292,9 @@ def healthy(lab_status: state.LabStatus) -> bool:
         )
 
 
-# What a clean shutdown does before power-off: network filesystems go first (the server is
-# removed with the lab, so a saved state must not hold mounts of it), and the ARP cache is
-# emptied (a resumed board must ask for the server's address, not trust a saved answer).
-# Run as root through sudo, as the board's user `pi` (root cannot log in).
-QUIESCE = (
-    "sudo -n sh -c 'systemctl stop netroot-mount.service 2>/dev/null; "
-    "umount -a -l -t overlay,nfs,nfs4 2>/dev/null; ip neigh flush all 2>/dev/null; sync; true'"
-)
-
-
 def _save(board: BoardPlan, files: BoardFiles, lab_dir: Path) -> bool:
-    argv = ready.ssh_argv(
-        board.address, lab_dir / "id_ed25519", lab_dir / "known_hosts", QUIESCE, user=BOARD_USER
-    )
+    key, kh = lab_dir / "id_ed25519", lab_dir / "known_hosts"
+    argv = ready.ssh_argv(board.address, key, kh, boards.QUIESCE, user=BOARD_USER)
     if run(argv, check=False, timeout=60).returncode != 0:
         return False
     return boards.suspend(files)
@@ -338,9 +324,9 @@ def down(report: Report, save: bool = True) -> list[str]:
             if diskless.stop(BoardFiles(board.dir(lab_dir))):
                 stopped.append(board.name)
                 report(f"powered off {board.name} (diskless: nothing to save)")
-        if serverhost.stop_all(lab_dir):
-            stopped.append(SERVER_NAME)
-            report(f"removed {SERVER_NAME}")
+        for name in serverhost.stop_all(lab_dir):
+            stopped.append(name)
+            report(f"removed {name}")
         for item in network.destroy():
             stopped.append(item)
             report(f"removed {item}")

@@ -58,9 +58,10 @@ def save(
     arch: str = "armhf",
     netboot: int = 0,
     server: str = "ganesha",
+    servers: int = 1,
 ) -> None:
-    """Record the lab's size, arch, server kind and export root (processes are found by their
-    pidfiles)."""
+    """Record the lab's size, arch, servers (kind and number) and export root (processes are
+    found by their pidfiles)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     record = {
@@ -69,6 +70,7 @@ def save(
         "arch": arch,
         "netboot": netboot,
         "server": server,
+        "servers": servers,
     }
     tmp.write_text(json.dumps(record, indent=2))
     tmp.rename(path)

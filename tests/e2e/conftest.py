@@ -73,6 +73,21 @@ def _report(msg: str) -> None:
     print(f"[lab] {msg}", flush=True)
 
 
+def current_lab(started_here: bool) -> LabHandle:
+    """The lab as its inventory describes it now (written by the last `lab up`)."""
+    inv = load(paths.lab_inventory())
+    return LabHandle(
+        inventory=paths.lab_inventory(),
+        lab_dir=paths.lab_dir(),
+        export_root=Path(inv.server.export_root),
+        key=paths.lab_dir() / "id_ed25519",
+        known_hosts=paths.lab_dir() / "known_hosts",
+        addresses={name: h.ssh_host for name, h in inv.hosts.items()},
+        started_here=started_here,
+        targets={name: target_for(h) for name, h in inv.hosts.items()},
+    )
+
+
 @pytest.fixture(scope="package")
 def lab() -> Iterator[LabHandle]:
     """The lab with (at least) 3 boards, SSH-ready."""
@@ -90,18 +105,7 @@ def lab() -> Iterator[LabHandle]:
     if not reuse:
         service.up(max(LAB_BOARDS, before.boards_planned), _report)
         _report(f"lab ready after {time.monotonic() - t0:.1f} s")
-    started_here = not before.anything_running
-    inv = load(paths.lab_inventory())
-    handle = LabHandle(
-        inventory=paths.lab_inventory(),
-        lab_dir=paths.lab_dir(),
-        export_root=Path(inv.server.export_root),
-        key=paths.lab_dir() / "id_ed25519",
-        known_hosts=paths.lab_dir() / "known_hosts",
-        addresses={name: h.ssh_host for name, h in inv.hosts.items()},
-        started_here=started_here,
-        targets={name: target_for(h) for name, h in inv.hosts.items()},
-    )
+    handle = current_lab(started_here=not before.anything_running)
     yield handle
-    if started_here:
+    if handle.started_here:
         service.down(_report)

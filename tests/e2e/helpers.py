@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +16,31 @@ BASE_IMAGE = "netroot-lab/raspbian:bookworm"
 NETROOT = [sys.executable, "-m", "netroot"]
 
 
+def _env(inventory: Path) -> dict[str, str]:
+    return {**os.environ, "NETROOT_INVENTORY": str(inventory), "NO_COLOR": "1", "COLUMNS": "200"}
+
+
 def netroot(inventory: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NETROOT_INVENTORY": str(inventory), "NO_COLOR": "1", "COLUMNS": "200"}
     return subprocess.run(
-        [*NETROOT, *args], capture_output=True, text=True, env=env, timeout=timeout, check=False
-    )
+        [*NETROOT, *args], capture_output=True, text=True, env=_env(inventory), timeout=timeout,
+        check=False,
+    )  # fmt: skip
+
+
+def netroot_while(
+    inventory: Path, args: Sequence[str], during: Callable[[Callable[[], bool]], None]
+) -> subprocess.CompletedProcess[str]:
+    """Run `netroot ARGS` while `during(running)` acts on the lab from a thread (`running()`:
+    netroot has not exited yet), as an operator would in the middle of a command."""
+    proc = subprocess.Popen(
+        [*NETROOT, *args], env=_env(inventory), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    thread = threading.Thread(target=during, args=(lambda: proc.poll() is None,))
+    thread.start()
+    out, err = proc.communicate(timeout=3600)
+    thread.join()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def netroot_json(inventory: Path, *args: str, codes: tuple[int, ...] = (0,)) -> Any:

@@ -20,9 +20,8 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,8 +29,8 @@ import pytest
 import yaml
 
 from netroot.paths import project_file
-from tests.e2e.conftest import LabHandle, _report
-from tests.e2e.helpers import NETROOT, netroot, netroot_json, variant_image
+from tests.e2e.conftest import LabHandle, _report, current_lab
+from tests.e2e.helpers import netroot, netroot_json, netroot_while, variant_image
 
 pytestmark = pytest.mark.e2e
 
@@ -50,9 +49,7 @@ class KernelLab:
 def kernel_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelLab]:
     from netroot import paths
     from netroot.errors import EnvironmentMissing
-    from netroot.inventory import load
     from netroot.lab import service, state
-    from netroot.sshtarget import target_for
 
     try:
         service.check_environment()
@@ -63,17 +60,7 @@ def kernel_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelLab]:
     t0 = time.monotonic()
     service.up(BOARDS, _report, server_kind="kernel")
     _report(f"kernel lab ready after {time.monotonic() - t0:.1f} s")
-    inv = load(paths.lab_inventory())
-    handle = LabHandle(
-        inventory=paths.lab_inventory(),
-        lab_dir=paths.lab_dir(),
-        export_root=Path(inv.server.export_root),
-        key=paths.lab_dir() / "id_ed25519",
-        known_hosts=paths.lab_dir() / "known_hosts",
-        addresses={name: h.ssh_host for name, h in inv.hosts.items()},
-        started_here=not before.anything_running,
-        targets={name: target_for(h) for name, h in inv.hosts.items()},
-    )
+    handle = current_lab(started_here=not before.anything_running)
     copy = tmp_path_factory.mktemp("kernel") / "inventory.yml"
     shutil.copy(handle.inventory, copy)
     yield KernelLab(handle, copy)
@@ -123,31 +110,23 @@ def test_export_lands_on_the_server_and_rollout_survives_an_nfsd_restart(
 
     fleet = f"{lab.export_root}/.netroot-fleet.json"
     restarted: list[str] = []
-    proc = subprocess.Popen(
-        [*NETROOT, "rollout", "netroot-lab/raspbian:e2e-kernel", "--name", "raspbian", "--json",
-         *FAST],
-        env={**os.environ, "NETROOT_INVENTORY": str(inv), "NO_COLOR": "1", "COLUMNS": "200"},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
 
-    def restart_nfsd_once_the_canary_mounts() -> None:
+    def restart_nfsd_once_the_canary_mounts(running: Callable[[], bool]) -> None:
         # The fleet state is the server's: restart nfsd as soon as it says a board mounted the
         # version, while the rollout still runs (the canary's smoke, the next batch).
-        while proc.poll() is None:
+        while running():
             probe = lab.ssh(SERVER, f'grep -q \'"mounted": "{version}"\' {fleet}', check=False)
-            if probe.returncode == 0 and proc.poll() is None:
+            if probe.returncode == 0 and running():
                 lab.ssh(SERVER, "systemctl restart nfs-server")
                 restarted.append(time.strftime("%T"))
                 return
             time.sleep(2)
 
-    thread = threading.Thread(target=restart_nfsd_once_the_canary_mounts)
-    thread.start()
-    out, err = proc.communicate(timeout=3600)
-    thread.join()
-    assert proc.returncode == 0, err[-3000:]
+    args = ["rollout", "netroot-lab/raspbian:e2e-kernel", "--name", "raspbian", "--json", *FAST]
+    proc = netroot_while(inv, args, restart_nfsd_once_the_canary_mounts)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     assert restarted, "nfsd was not restarted while the rollout ran"
-    result = json.loads(out)
+    result = json.loads(proc.stdout)
     assert {b["board"]: (b["outcome"], b["version"]) for b in result["boards"]} == {
         b: ("ok", version) for b in lab.boards
     }

@@ -46,7 +46,7 @@ def test_ganesha_inventory_keeps_a_local_export_root() -> None:
 
 def test_server_vm_seed_holds_identity_address_and_export_root(tmp_path: Path) -> None:
     plan = make_plan(1, tmp_path, Path("/srv/export"), server="kernel")
-    seed = seeds.server_vm_seed(plan, "ssh-ed25519 AAAA lab")
+    seed = seeds.server_vm_seed(plan, plan.nfs[0], "ssh-ed25519 AAAA lab")
     with tarfile.open(fileobj=io.BytesIO(seed)) as tar:
         members = {m.name: m for m in tar.getmembers()}
 
@@ -78,7 +78,7 @@ def test_qemu_line_is_tcg_x86_with_serial_tagged_disks_on_its_tap(tmp_path: Path
     for serial in ("netroot-root", "netroot-seed", "netroot-export"):
         assert f"serial={serial}" in line
     assert f"file={files.seed},format=raw,readonly=on" in line
-    assert f"ifname={servervm.TAP}" in line
+    assert "ifname=nrsrv0" in line and "systemd.hostname=nfs-01" in line
     assert f"mac={stable_mac(SERVER_ADDRESS)}" in line
     assert "root=/dev/vda" in servervm.kernel_cmdline()
 

@@ -31,9 +31,10 @@ def test_state_file_round_trips(tmp_path: Path) -> None:
         "arch": "armhf",
         "netboot": 0,
         "server": "ganesha",
+        "servers": 1,
     }
-    state.save(f, 2, Path("/srv/x"), server="kernel")
-    assert state.load(f)["server"] == "kernel"
+    state.save(f, 2, Path("/srv/x"), server="kernel", servers=2)
+    assert (state.load(f)["server"], state.load(f)["servers"]) == ("kernel", 2)
     assert state.load(tmp_path / "missing.json") == {}
     (tmp_path / "bad.json").write_text("{")
     assert state.load(tmp_path / "bad.json") == {}
