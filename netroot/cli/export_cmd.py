@@ -14,7 +14,6 @@ from netroot.errors import Exit, NetrootError, UsageError
 
 if TYPE_CHECKING:
     from netroot.export.manifest import Layout
-    from netroot.export.service import ExportOptions
 
 DEFAULT_ROOT = Path("/srv/netroot")
 ROOT_HELP = (
@@ -181,7 +180,7 @@ def export(
             fan = Options(True, keep, keep_host_keys, frozenset(protected), bar.callback)
             targets = on_several.servers_for_image(app.inventory(), name)
             return on_several.export(app, targets, info, apply, name, fan, as_json)
-        options: ExportOptions = {
+        options: dict[str, Any] = {
             "keep": keep,
             "keep_host_keys": keep_host_keys,
             "protected": protected,
