@@ -81,22 +81,34 @@ def _field(name: str, value: int | bool, bits: int) -> int:
     return number
 
 
-def _high_common(
-    sig: int, unpack: int, pm: int, pack: int, cond_add: int, cond_mul: int, sf: int,
-    ws: int, waddr_add: int, waddr_mul: int,
-) -> int:  # fmt: skip
-    return (
-        _field("sig", sig, 4) << 60
-        | _field("unpack", unpack, 3) << 57
-        | _field("pm", pm, 1) << 56
-        | _field("pack", pack, 4) << 52
-        | _field("cond_add", cond_add, 3) << 49
-        | _field("cond_mul", cond_mul, 3) << 46
-        | _field("sf", sf, 1) << 45
-        | _field("ws", ws, 1) << 44
-        | _field("waddr_add", waddr_add, 6) << 38
-        | _field("waddr_mul", waddr_mul, 6) << 32
-    )
+# --- field layouts: (name, lowest bit, width), high bits first ---------------------------------
+# The encoders below and `decode` read these same tables, so a field's place is written once.
+# The keyword parameters of each encoder are named after its fields.
+_Layout = tuple[tuple[str, int, int], ...]
+_FIELDS_HIGH: _Layout = (
+    ("sig", 60, 4), ("unpack", 57, 3), ("pm", 56, 1), ("pack", 52, 4), ("cond_add", 49, 3),
+    ("cond_mul", 46, 3), ("sf", 45, 1), ("ws", 44, 1), ("waddr_add", 38, 6),
+    ("waddr_mul", 32, 6),
+)  # fmt: skip
+_FIELDS_ALU: _Layout = (
+    *_FIELDS_HIGH, ("op_mul", 29, 3), ("op_add", 24, 5), ("raddr_a", 18, 6),
+    ("raddr_b", 12, 6), ("add_a", 9, 3), ("add_b", 6, 3), ("mul_a", 3, 3), ("mul_b", 0, 3),
+)  # fmt: skip
+_FIELDS_LOAD_IMM: _Layout = (*_FIELDS_HIGH, ("value", 0, 32))
+_FIELDS_SEMAPHORE: _Layout = (*_FIELDS_HIGH, ("sa", 4, 1), ("semaphore", 0, 4))
+_FIELDS_BRANCH: _Layout = (
+    ("sig", 60, 4), ("cond_br", 52, 4), ("rel", 51, 1), ("reg", 50, 1), ("raddr_a", 45, 5),
+    ("ws", 44, 1), ("waddr_add", 38, 6), ("waddr_mul", 32, 6), ("immediate", 0, 32),
+)  # fmt: skip
+
+
+def _encode(layout: _Layout, values: dict[str, int | bool]) -> int:
+    """The instruction with each field of `layout` set from `values`, every one range-checked
+    (in layout order, so the first field out of range is the one named)."""
+    word = 0
+    for name, lo, bits in layout:
+        word |= _field(name, values[name], bits) << lo
+    return word
 
 
 def alu(
@@ -107,19 +119,10 @@ def alu(
     add_b: int = 0, mul_a: int = 0, mul_b: int = 0,
 ) -> int:  # fmt: skip
     """ALU instruction (add and mul op dual-issued). `sig` must be an ALU signal, not 14/15."""
+    fields = dict(locals())  # exactly the keyword parameters: nothing else is bound yet
     if sig in (SIG_LOAD_IMM, SIG_BRANCH):
         raise AsmError(f"field sig={sig} is not an ALU signal (use load_imm32/semaphore/branch)")
-    return (
-        _high_common(sig, unpack, pm, pack, cond_add, cond_mul, sf, ws, waddr_add, waddr_mul)
-        | _field("op_mul", op_mul, 3) << 29
-        | _field("op_add", op_add, 5) << 24
-        | _field("raddr_a", raddr_a, 6) << 18
-        | _field("raddr_b", raddr_b, 6) << 12
-        | _field("add_a", add_a, 3) << 9
-        | _field("add_b", add_b, 3) << 6
-        | _field("mul_a", mul_a, 3) << 3
-        | _field("mul_b", mul_b, 3)
-    )
+    return _encode(_FIELDS_ALU, fields)
 
 
 def load_imm32(
@@ -128,9 +131,7 @@ def load_imm32(
     waddr_add: int = W_NOP, waddr_mul: int = W_NOP,
 ) -> int:  # fmt: skip
     """Load immediate, 32-bit form (unpack field 0): `value` goes to every lane."""
-    return _high_common(
-        SIG_LOAD_IMM, 0, pm, pack, cond_add, cond_mul, sf, ws, waddr_add, waddr_mul
-    ) | _field("value", value, 32)
+    return _encode(_FIELDS_LOAD_IMM, {**locals(), "sig": SIG_LOAD_IMM, "unpack": 0})
 
 
 def semaphore(*, number: int, decrement: bool) -> int:
@@ -138,9 +139,12 @@ def semaphore(*, number: int, decrement: bool) -> int:
 
     Increment blocks while the 4-bit count is 15, decrement blocks while it is 0.
     """
-    return _high_common(
-        SIG_LOAD_IMM, 4, 0, 0, COND["never"], COND["never"], False, False, W_NOP, W_NOP
-    ) | (_field("sa", decrement, 1) << 4 | _field("semaphore", number, 4))
+    fields = {
+        "sig": SIG_LOAD_IMM, "unpack": 4, "pm": 0, "pack": 0, "cond_add": COND["never"],
+        "cond_mul": COND["never"], "sf": False, "ws": False, "waddr_add": W_NOP,
+        "waddr_mul": W_NOP, "sa": decrement, "semaphore": number,
+    }  # fmt: skip
+    return _encode(_FIELDS_SEMAPHORE, fields)
 
 
 def branch(
@@ -150,16 +154,8 @@ def branch(
     """Branch: target = address of the branch + 4 instructions + immediate (bytes, if rel)."""
     if not -(1 << 31) <= immediate < (1 << 31):
         raise AsmError(f"field immediate={immediate} does not fit in a signed 32-bit value")
-    return (
-        _field("sig", SIG_BRANCH, 4) << 60
-        | _field("cond_br", cond_br, 4) << 52
-        | _field("rel", rel, 1) << 51
-        | _field("reg", reg, 1) << 50
-        | _field("raddr_a", raddr_a, 5) << 45
-        | _field("ws", ws, 1) << 44
-        | _field("waddr_add", waddr_add, 6) << 38
-        | _field("waddr_mul", waddr_mul, 6) << 32
-        | (immediate & 0xFFFFFFFF)
+    return _encode(
+        _FIELDS_BRANCH, {**locals(), "sig": SIG_BRANCH, "immediate": immediate & 0xFFFFFFFF}
     )
 
 
@@ -184,32 +180,17 @@ def to_words32(words: list[int]) -> list[int]:
     return [half for word in words for half in split(word)]
 
 
-_FIELDS_ALU = (
-    ("sig", 60, 4), ("unpack", 57, 3), ("pm", 56, 1), ("pack", 52, 4), ("cond_add", 49, 3),
-    ("cond_mul", 46, 3), ("sf", 45, 1), ("ws", 44, 1), ("waddr_add", 38, 6),
-    ("waddr_mul", 32, 6), ("op_mul", 29, 3), ("op_add", 24, 5), ("raddr_a", 18, 6),
-    ("raddr_b", 12, 6), ("add_a", 9, 3), ("add_b", 6, 3), ("mul_a", 3, 3), ("mul_b", 0, 3),
-)  # fmt: skip
-_FIELDS_BRANCH = (
-    ("sig", 60, 4), ("cond_br", 52, 4), ("rel", 51, 1), ("reg", 50, 1), ("raddr_a", 45, 5),
-    ("ws", 44, 1), ("waddr_add", 38, 6), ("waddr_mul", 32, 6), ("immediate", 0, 32),
-)  # fmt: skip
-
-
 def decode(word: int) -> dict[str, int]:
     """Split a 64-bit instruction into its named fields (form chosen by sig/unpack)."""
     sig = word >> 60
     if sig == SIG_BRANCH:
-        return {name: (word >> lo) & ((1 << n) - 1) for name, lo, n in _FIELDS_BRANCH}
-    fields = {name: (word >> lo) & ((1 << n) - 1) for name, lo, n in _FIELDS_ALU[:10]}
-    if sig == SIG_LOAD_IMM:
-        if fields["unpack"] == 4:
-            fields["sa"] = (word >> 4) & 1
-            fields["semaphore"] = word & 0xF
-        else:
-            fields["value"] = word & 0xFFFFFFFF
-        return fields
-    return {name: (word >> lo) & ((1 << n) - 1) for name, lo, n in _FIELDS_ALU}
+        layout = _FIELDS_BRANCH
+    elif sig == SIG_LOAD_IMM:
+        semaphore_form = (word >> 57) & 0x7 == 4
+        layout = _FIELDS_SEMAPHORE if semaphore_form else _FIELDS_LOAD_IMM
+    else:
+        layout = _FIELDS_ALU
+    return {name: (word >> lo) & ((1 << n) - 1) for name, lo, n in layout}
 
 
 @dataclass
