@@ -83,36 +83,52 @@ def machine_pairs(name: str, machine: str, cpu: str, memory_mib: int) -> list[tu
     ]
 
 
-def qemu_argv(
-    board: BoardPlan,
-    files: BoardFiles,
-    kernel: Path,
-    initrd: Path,
-    arch: BoardArch = DEFAULT,
-    gpu_mem: int = LAB_GPU_MEM_MIB,
-) -> list[str]:
+@dataclass(frozen=True)
+class Machine:
+    """What every disk board of a lab boots: its kernel and initramfs, its arch, and how much
+    of its RAM goes to the GPU."""
+
+    kernel: Path
+    initrd: Path
+    arch: BoardArch = DEFAULT
+    gpu_mem: int = LAB_GPU_MEM_MIB
+
+    def memory_mib(self) -> int:
+        """The RAM the board's OS sees."""
+        return self.arch.memory_mib(self.gpu_mem)
+
+
+def lan_pairs(tap: str, mac: str, nic: str = "virtio-net-pci") -> list[tuple[str, str]]:
+    """The machine's one NIC on its lab tap (the lab made the tap: no up/down scripts); `romfile=`
+    empty, or QEMU looks for a network boot ROM (efi-virtio.rom) the machines do not use."""
+    return [
+        ("-netdev", f"tap,id=lan,ifname={tap},script=no,downscript=no"),
+        ("-device", f"{nic},netdev=lan,mac={mac},romfile="),
+    ]
+
+
+def qemu_argv(board: BoardPlan, files: BoardFiles, machine: Machine) -> list[str]:
     """The board's qemu command line (a `virt` machine with the arch's CPU and the RAM its OS
-    sees with `gpu_mem` given to the GPU).
+    sees with the machine's `gpu_mem` given to the GPU).
 
     No `-no-reboot`: a board that reboots (a changed config.txt) is reset by QEMU in the same
     process, so it comes back at the same address on the same disk, and its boot unit mounts its
     version again. A power-off still ends the process.
     """
     pairs = [
-        *machine_pairs(board.name, "virt", arch.cpu, arch.memory_mib(gpu_mem)),
-        ("-kernel", str(kernel)),
-        ("-initrd", str(initrd)),
+        *machine_pairs(board.name, "virt", machine.arch.cpu, machine.memory_mib()),
+        ("-kernel", str(machine.kernel)),
+        ("-initrd", str(machine.initrd)),
         ("-append", kernel_cmdline(board)),
         ("-drive", f"if=none,id=sd,file={files.disk},format=qcow2,discard=unmap"),
         ("-device", "virtio-blk-pci,drive=sd"),
         # Read-only, so savevm leaves it alone (raw cannot hold snapshots).
         ("-drive", f"if=none,id=seed,file={files.seed},format=raw,readonly=on"),
         ("-device", "virtio-blk-pci,drive=seed"),
-        ("-netdev", f"tap,id=lan,ifname={board.tap},script=no,downscript=no"),
-        ("-device", f"virtio-net-pci,netdev=lan,mac={board.mac},romfile="),
+        *lan_pairs(board.tap, board.mac),
         *io_pairs(files),
     ]
-    return [arch.qemu, *[x for pair in pairs for x in pair]]
+    return [machine.arch.qemu, *[x for pair in pairs for x in pair]]
 
 
 def io_pairs(files: BoardFiles) -> list[tuple[str, str]]:
@@ -144,29 +160,22 @@ def resumable(files: BoardFiles, print_: str) -> bool:
     return SNAPSHOT in info.split()
 
 
-def start(
-    board: BoardPlan,
-    files: BoardFiles,
-    kernel: Path,
-    initrd: Path,
-    arch: BoardArch = DEFAULT,
-    gpu_mem: int = LAB_GPU_MEM_MIB,
-) -> bool:
+def start(board: BoardPlan, files: BoardFiles, machine: Machine) -> bool:
     """Start the board's qemu inside the lab namespace, resuming its saved state if it matches
     (the same machine: a saved state of another RAM size boots anew).
 
     Returns True if it resumed (seconds) rather than booted (a minute of emulated systemd).
     """
     files.pidfile.unlink(missing_ok=True)
-    argv = qemu_argv(board, files, kernel, initrd, arch, gpu_mem)
+    argv = qemu_argv(board, files, machine)
     print_ = fingerprint(argv, files.seed.read_bytes())
     resume = resumable(files, print_)
     files.snapshot_marker.unlink(missing_ok=True)  # a state is resumed at most once
     if not resume:
         files.console.unlink(missing_ok=True)
     (files.dir / "fingerprint").write_text(print_ + "\n")
-    (files.dir / "arch").write_text(arch.name + "\n")
-    (files.dir / "memory").write_text(f"{arch.memory_mib(gpu_mem)}\n")
+    (files.dir / "arch").write_text(machine.arch.name + "\n")
+    (files.dir / "memory").write_text(f"{machine.memory_mib()}\n")
     extra = ["-loadvm", SNAPSHOT] if resume else []
     run([*network.qemu_prefix(), *argv, *extra, "-daemonize"], hint=QEMU_HINT)
     pid = supervise.read_pidfile(files.pidfile)

@@ -28,8 +28,7 @@ def qemu_argv(board: BoardPlan, files: BoardFiles, firmware: Path = UBOOT) -> li
     pairs = [
         *boards.machine_pairs(board.name, "virt", "cortex-a15", MEMORY_MIB),
         ("-bios", str(firmware)),
-        ("-netdev", f"tap,id=lan,ifname={board.tap},script=no,downscript=no"),
-        ("-device", f"e1000,netdev=lan,mac={board.mac},romfile="),
+        *boards.lan_pairs(board.tap, board.mac, "e1000"),
         *boards.io_pairs(files),
     ]
     return ["qemu-system-arm", *[x for pair in pairs for x in pair]]

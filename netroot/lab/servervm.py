@@ -137,8 +137,7 @@ def qemu_argv(files: ServerFiles, art: Artifacts, srv: ServerPlan = NFS_01) -> l
         ("-device", "virtio-blk-pci,drive=seed,serial=netroot-seed"),
         ("-drive", f"if=none,id=export,file={files.export_disk},format=raw,discard=unmap"),
         ("-device", "virtio-blk-pci,drive=export,serial=netroot-export"),
-        ("-netdev", f"tap,id=lan,ifname={srv.tap},script=no,downscript=no"),
-        ("-device", f"virtio-net-pci,netdev=lan,mac={srv.mac},romfile="),
+        *boards.lan_pairs(srv.tap, srv.mac),
         *boards.io_pairs(files),
     ]
     return [QEMU, *[x for pair in pairs for x in pair]]

@@ -178,10 +178,11 @@ def up(
         for extra in _existing_boards(lab_dir):
             if extra.name not in wanted and boards.stop(BoardFiles(extra.dir(lab_dir))):
                 report(f"stopped {extra.name} (not in a lab of {boards_wanted})")
+        machine = boards.Machine(kern.image, initrd, arch, plan.gpu_mem)
         for board in plan.boards:
             files = BoardFiles(board.dir(lab_dir))
             if boards.running_pid(files) is not None:
-                memory = arch.memory_mib(plan.gpu_mem)
+                memory = machine.memory_mib()
                 if boards.arch_of(files) == arch.name and boards.memory_of(files) == memory:
                     continue
                 boards.stop(files)
@@ -190,7 +191,7 @@ def up(
             files.seed.write_bytes(seeds.board_seed(board, files, client_pub))
             if boot:
                 files.snapshot_marker.unlink(missing_ok=True)
-            if boards.start(board, files, kern.image, initrd, arch, plan.gpu_mem):
+            if boards.start(board, files, machine):
                 resumed.append(board)
                 report(f"resuming {board.name} at {board.address} from its saved state")
             else:

@@ -17,9 +17,8 @@ def _argv(
     index: int = 1, kind: arch.BoardArch = arch.DEFAULT, gpu_mem: int = arch.LAB_GPU_MEM_MIB
 ) -> list[str]:
     files = BoardFiles(Path(f"/lab/boards/pi-{index:02d}"))
-    return boards.qemu_argv(
-        board_plan(index), files, Path("/k/vmlinuz"), Path("/k/initrd"), kind, gpu_mem
-    )
+    machine = boards.Machine(Path("/k/vmlinuz"), Path("/k/initrd"), kind, gpu_mem)
+    return boards.qemu_argv(board_plan(index), files, machine)
 
 
 def _ram(argv: list[str]) -> str:
