@@ -33,7 +33,7 @@ def _say(msg: str) -> None:
 def _ssh(
     home: Path, address: str, command: str, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    from netroot.lab.ready import ssh_argv
+    from netroot.lab.host.ready import ssh_argv
 
     lab = home / "lab"
     argv = ssh_argv(address, lab / "id_ed25519", lab / "known_hosts", command, user="pi")

@@ -25,7 +25,8 @@ from typing import Any
 
 from bench.labcmd import netroot_on_lab
 from netroot import paths
-from netroot.lab import arch, service
+from netroot.lab import arch
+from netroot.lab.host import service
 from netroot.lab.plan import RASPBIAN_IMAGE
 
 

@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.bench_lab_build [--recipes board,raspbian,server,kernel] [--dir D]
 
 In one run, into a scratch directory (never the shared cache): every tree built by
-`netroot.lab.builds.build_all` (at once, longest first, with `images.build_options`), then the
+`netroot.lab.host.builds.build_all` (at once, longest first, with `images.build_options`), then the
 same trees by plain mmdebstrap one after the other (how `lab up` built them before). Prints
 JSON: seconds of each, the ratio, and whether each pair of trees holds the same files (path,
 type, mode, owner, size, link target, the content of every regular file), so "faster" never
@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from netroot.lab import arch, builds, recipes
+from netroot.lab import arch, recipes
+from netroot.lab.host import builds
 from netroot.lab.recipes import Recipe
 from netroot.run import run
 

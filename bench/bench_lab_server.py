@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from bench.labcmd import netroot_on_lab
-from netroot.lab import service
+from netroot.lab.host import service
 from netroot.lab.plan import RASPBIAN_IMAGE, SERVER_NAME
 
 KEYS = ("up_s", "server_ready_s", "first_provision_pi01_s", "smoke_pi01_s")

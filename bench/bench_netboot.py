@@ -22,9 +22,9 @@ from typing import Any
 
 from bench.labcmd import netroot_on_lab
 from netroot import paths
-from netroot.lab import service
+from netroot.lab.host import service
+from netroot.lab.host.ready import ssh_ok
 from netroot.lab.plan import NETBOOT_IMAGE, netboot_plan
-from netroot.lab.ready import ssh_ok
 
 
 def _quiet(msg: str) -> None:

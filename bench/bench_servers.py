@@ -43,7 +43,7 @@ from typing import Any
 
 from bench.bench_netboot import _power_on_to_ssh
 from bench.labcmd import netroot_on_lab
-from netroot.lab import service
+from netroot.lab.host import service
 from netroot.lab.plan import NETBOOT_IMAGE, RASPBIAN_IMAGE
 
 FAST = ("--qpu", "skip", "--yes", "--canary", "0", "--batch", "100%")

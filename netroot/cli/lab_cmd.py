@@ -70,7 +70,7 @@ def up_cmd(
 ) -> None:
     """Build (once, cached) and start the lab; returns when every host is SSH-ready."""
     from netroot.lab import arch as arch_mod
-    from netroot.lab import service
+    from netroot.lab.host import service
 
     app, t0 = _reporter(ctx)
 
@@ -99,7 +99,7 @@ def build_cmd(
 ) -> None:
     """Build the lab's artifacts (once, cached) without starting anything; `up` builds them too."""
     from netroot.lab import arch as arch_mod
-    from netroot.lab import service
+    from netroot.lab.host import service
 
     app, t0 = _reporter(ctx)
 
@@ -116,7 +116,7 @@ def power_cycle_cmd(
     ctx: typer.Context, name: str = typer.Argument(..., help="A diskless board (nb-NN).")
 ) -> None:
     """Power a diskless board off and on (the lab's netroot_power_cycle_cmd)."""
-    from netroot.lab import service
+    from netroot.lab.host import service
 
     app = context.get(ctx)
     service.power_cycle(name, lambda m: app.out.info(escape(m), markup=True))
@@ -128,7 +128,7 @@ def status_cmd(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
 ) -> None:
     """What is running: network, server, boards (PID, SSH, memory). Exit 1 if not fully up."""
-    from netroot.lab import service
+    from netroot.lab.host import service
 
     app = context.get(ctx)
     st = service.status()
@@ -160,7 +160,7 @@ def down_cmd(
     ),
 ) -> None:
     """Stop every board (by PID), remove nfs-01 and the lab network. Disks and keys stay."""
-    from netroot.lab import service
+    from netroot.lab.host import service
 
     app, t0 = _reporter(ctx)
     stopped = service.down(

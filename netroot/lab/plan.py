@@ -34,7 +34,7 @@ BOARD_USER = "pi"  # the imaging user of Raspberry Pi OS: passwordless sudo, roo
 NOSUDO_USER = "student"  # a second login whose sudo asks for a password
 SERVER_USER = "admin"  # the kernel server VM's sudo user (root login refused, as on a server)
 # What serves NFS in the lab: NFS-Ganesha in a container, or Linux's own nfs-kernel-server in
-# a QEMU x86_64 machine of its own (netroot/lab/servervm.py).
+# a QEMU x86_64 machine of its own (netroot/lab/host/servervm.py).
 SERVER_KINDS = ("ganesha", "kernel")
 DEFAULT_SERVER = "ganesha"
 

@@ -53,7 +53,7 @@ class LabHandle:
         Logs in as the inventory's user (boards: `pi`, root is refused) and becomes root with
         `sudo -n` as the inventory says; `user` logs in as someone else, unprivileged.
         """
-        from netroot.lab.ready import ssh_argv
+        from netroot.lab.host.ready import ssh_argv
 
         target = self.targets[host]
         line = command if user else target.privileged(command)
@@ -92,7 +92,7 @@ def current_lab(started_here: bool) -> LabHandle:
 def lab() -> Iterator[LabHandle]:
     """The lab with (at least) 3 boards, SSH-ready."""
     from netroot.errors import EnvironmentMissing
-    from netroot.lab import service
+    from netroot.lab.host import service
 
     try:
         service.check_environment()

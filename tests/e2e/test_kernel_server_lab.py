@@ -49,7 +49,8 @@ class KernelLab:
 def kernel_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelLab]:
     from netroot import paths
     from netroot.errors import EnvironmentMissing
-    from netroot.lab import service, state
+    from netroot.lab import state
+    from netroot.lab.host import service
 
     try:
         service.check_environment()
@@ -71,7 +72,7 @@ def kernel_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelLab]:
 
 
 def test_lab_server_is_a_sudo_user_on_a_kernel_nfs_server(kernel_lab: KernelLab) -> None:
-    from netroot.lab import service
+    from netroot.lab.host import service
 
     lab = kernel_lab.lab
     # `lab status` finds the VM and `healthy` logs in to it as its sudo user.

@@ -38,7 +38,7 @@ def _report(msg: str) -> None:
 @pytest.fixture(scope="module")
 def inv(lab: LabHandle, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The lab with one diskless board more, and a copy of its inventory."""
-    from netroot.lab import service
+    from netroot.lab.host import service
 
     boards = max(LAB_BOARDS, len(lab.boards))
     export(lab.inventory, BASE_IMAGE)  # the SD boards' image: the server exports it too
@@ -64,7 +64,7 @@ def _booted(inv: Path) -> dict[str, Any]:
 
 def _ssh(lab: LabHandle, inv: Path, command: str) -> str:
     from netroot.inventory import load
-    from netroot.lab.ready import ssh_argv
+    from netroot.lab.host.ready import ssh_argv
 
     address = load(inv).boards[BOARD].address
     argv = ssh_argv(address, lab.key, lab.known_hosts, command, user="pi")

@@ -57,7 +57,7 @@ def _inventory_copy(lab: LabHandle, dest: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def servers_lab(lab: LabHandle, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServersLab]:
-    from netroot.lab import service
+    from netroot.lab.host import service
 
     size = max(len(BOARDS), len(lab.boards))
     # Other modules reconfigure nfs-01's ganesha too: take turns (as test_stock_lab does).
@@ -82,7 +82,7 @@ def _mount_sources(lab: LabHandle, board: str) -> set[str]:
 
 def test_lab_up_servers_2_gives_each_board_its_own_server(servers_lab: ServersLab) -> None:
     from netroot.inventory import load
-    from netroot.lab import service
+    from netroot.lab.host import service
 
     lab = servers_lab.lab
     status = service.status()
@@ -120,7 +120,7 @@ def test_a_server_stopped_mid_rollout_fails_only_its_boards_and_a_rerun_finishes
 ) -> None:
     from netroot.fleet.state import load_state
     from netroot.inventory import load
-    from netroot.lab import service
+    from netroot.lab.host import service
 
     lab, inv = servers_lab.lab, servers_lab.inventory
     image = variant_image("e2e-servers", f"servers {time.time()}")

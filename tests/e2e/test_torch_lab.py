@@ -67,7 +67,8 @@ def _report(msg: str) -> None:
 def arm64_lab() -> Iterator[Path]:
     """An arm64 lab with two boards (a canary and the rest); yields its inventory."""
     from netroot.errors import EnvironmentMissing
-    from netroot.lab import arch, service, state
+    from netroot.lab import arch, state
+    from netroot.lab.host import service
 
     try:
         service.check_environment()

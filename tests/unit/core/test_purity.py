@@ -30,25 +30,9 @@ IO_MODULES = (
     "netroot.adapters",  # Docker, SSH, ansible-runner: the side effects themselves
     "netroot.run",  # subprocess with a deadline and a clean kill
     "netroot.cli",  # the composition root: hands adapters to the rest
-    # The virtual lab: its QEMU machines, their network, disks and images (its plans,
-    # recipes, renderers and state file are checked like the rest).
-    "netroot.lab.artifacts",
-    "netroot.lab.boards",
-    "netroot.lab.builds",
-    "netroot.lab.disk",
-    "netroot.lab.diskless",
-    "netroot.lab.images",
-    "netroot.lab.kernel",
-    "netroot.lab.keys",
-    "netroot.lab.monitor",
-    "netroot.lab.netboot_image",
-    "netroot.lab.network",
-    "netroot.lab.ready",
-    "netroot.lab.seeds",
-    "netroot.lab.server",
-    "netroot.lab.serverhost",
-    "netroot.lab.servervm",
-    "netroot.lab.service",
+    # The virtual lab's side of this machine: its QEMU machines, their network, disks and
+    # images (the lab's plans, recipes, renderers and state file are checked like the rest).
+    "netroot.lab.host",
     # The board checks: testinfra over SSH, and the QPU program sent over it (the smoke's
     # workers, report and facts parser are checked).
     "netroot.smoke.backend",

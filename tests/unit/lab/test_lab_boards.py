@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from netroot.errors import UsageError
-from netroot.lab import arch, boards, monitor, render, server
-from netroot.lab.boards import BoardFiles
+from netroot.lab import arch, render
+from netroot.lab.host import boards, monitor, server
+from netroot.lab.host.boards import BoardFiles
 from netroot.lab.plan import board_plan, make_plan
 
 
@@ -117,7 +118,7 @@ def test_bad_options_are_refused_before_a_running_lab_is_touched(
 ) -> None:
     # `up` on a running lab of another server kind takes it down first: a refusal must come
     # before that, and before anything else is looked at or changed.
-    from netroot.lab import service
+    from netroot.lab.host import service
 
     touched: list[str] = []
     monkeypatch.setenv("NETROOT_HOME", str(tmp_path))

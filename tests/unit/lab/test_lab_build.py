@@ -9,7 +9,8 @@ import tarfile
 
 import pytest
 
-from netroot.lab import cpio, disk, doctor, recipes
+from netroot.lab import cpio, doctor, recipes
+from netroot.lab.host import disk
 from netroot.lab.modules import parse_show_depends
 
 SHOW_DEPENDS = """\

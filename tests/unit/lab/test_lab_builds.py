@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from netroot.lab import builds, images, recipes
+from netroot.lab import recipes
+from netroot.lab.host import builds, images
 from netroot.lab.recipes import Recipe
 
 BOARD, SERVER, RASPBIAN = recipes.BOARD, recipes.SERVER, recipes.RASPBIAN

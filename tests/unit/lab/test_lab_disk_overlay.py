@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from netroot.lab import disk
+from netroot.lab.host import disk
 
 pytestmark = pytest.mark.skipif(shutil.which("qemu-img") is None, reason="needs qemu-img")
 

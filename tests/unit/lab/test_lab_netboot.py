@@ -11,8 +11,8 @@ import yaml
 from netroot.errors import UsageError
 from netroot.inventory import parse
 from netroot.lab import render
-from netroot.lab.boards import BoardFiles
-from netroot.lab.diskless import qemu_argv
+from netroot.lab.host.boards import BoardFiles
+from netroot.lab.host.diskless import qemu_argv
 from netroot.lab.plan import make_plan, netboot_plan, stable_mac
 from netroot.lab.state import HostStatus, LabStatus
 from netroot.netboot import dnsmasq
@@ -96,7 +96,7 @@ def test_files_tar_puts_the_seeds_under_the_tftp_root() -> None:
     import io
     import tarfile
 
-    from netroot.lab.disk import files_tar
+    from netroot.lab.host.disk import files_tar
 
     data = files_tar("/srv/netroot-tftp/seeds", {"01-52-54-00-77-00-33.tar": b"seed"})
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:

@@ -84,7 +84,7 @@ def test_known_hosts_lists_address_and_name_with_the_generated_key() -> None:
 
 
 def test_kernel_cmdline_gives_the_initramfs_the_board_address() -> None:
-    from netroot.lab.boards import kernel_cmdline
+    from netroot.lab.host.boards import kernel_cmdline
 
     assert "netroot.ip=10.77.0.12/24" in kernel_cmdline(board_plan(2)).split()
     assert "console=ttyAMA0" in kernel_cmdline(board_plan(2)).split()

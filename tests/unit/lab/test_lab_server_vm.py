@@ -11,7 +11,8 @@ import yaml
 
 from netroot.errors import UsageError
 from netroot.inventory import parse
-from netroot.lab import recipes, render, seeds, servervm
+from netroot.lab import recipes, render
+from netroot.lab.host import seeds, servervm
 from netroot.lab.plan import SERVER_ADDRESS, SERVER_USER, make_plan, stable_mac
 from netroot.sshtarget import target_for
 

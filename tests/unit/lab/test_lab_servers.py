@@ -11,8 +11,9 @@ import yaml
 
 from netroot.errors import UsageError
 from netroot.inventory import parse
-from netroot.lab import render, seeds, servervm
-from netroot.lab.boards import BoardFiles
+from netroot.lab import render
+from netroot.lab.host import seeds, servervm
+from netroot.lab.host.boards import BoardFiles
 from netroot.lab.plan import letting_go, make_plan, moved_boards, stable_mac
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from netroot.lab.kernel import Kernel, resolve
+from netroot.lab.host.kernel import Kernel, resolve
 from netroot.lab.modules import BOARD_MODULES
 from netroot.paths import project_file
 from netroot.run import run

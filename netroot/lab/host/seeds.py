@@ -9,8 +9,9 @@ from pathlib import Path
 
 from netroot import paths
 from netroot.fsutil import atomic_write
-from netroot.lab import disk, keys, render
-from netroot.lab.boards import BoardFiles
+from netroot.lab import render
+from netroot.lab.host import disk, keys
+from netroot.lab.host.boards import BoardFiles
 from netroot.lab.plan import (
     BOARD_USER,
     NOSUDO_USER,

@@ -1,5 +1,5 @@
 """The lab's NFS servers (nfs-01, nfs-02, ...), whichever kind the lab runs (chosen once, by
-`lab up --server`): NFS-Ganesha in a container each (netroot/lab/server.py) or nfs-kernel-server
+`lab up --server`): NFS-Ganesha in a container each (server.py) or nfs-kernel-server
 in a QEMU machine each (servervm.py). How many there are is `lab up --servers`."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from netroot import paths
-from netroot.lab import boards, diskless, images, ready, recipes, seeds, server, servervm, supervise
-from netroot.lab.boards import BoardFiles
+from netroot.lab import recipes, supervise
+from netroot.lab.host import boards, diskless, images, ready, seeds, server, servervm
+from netroot.lab.host.boards import BoardFiles
 from netroot.lab.plan import (
     BOARD_USER,
     DEFAULT_SERVER,

@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from netroot.errors import EnvironmentMissing, NetrootError
-from netroot.lab import boards, network
-from netroot.lab.boards import MEMORY_MIB, QEMU_HINT, BoardFiles
+from netroot.lab.host import boards, network
+from netroot.lab.host.boards import MEMORY_MIB, QEMU_HINT, BoardFiles
 from netroot.lab.plan import BoardPlan
 from netroot.run import run
 

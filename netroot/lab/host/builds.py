@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from netroot.lab import images
+from netroot.lab.host import images
 from netroot.lab.recipes import Recipe
 
 Report = Callable[[str], None]

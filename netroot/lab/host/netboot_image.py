@@ -15,7 +15,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from netroot.lab import disk, images, kernel
+from netroot.lab.host import disk, images, kernel
 from netroot.lab.plan import NETBOOT_EXPORT, NETBOOT_IMAGE
 from netroot.paths import project_file
 from netroot.run import run

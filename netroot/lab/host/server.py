@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from netroot.errors import EnvironmentMissing, NetrootError
-from netroot.lab import network
+from netroot.lab.host import network
 from netroot.lab.plan import SERVER_CONTAINER, SERVER_IMAGE, LabPlan, ServerPlan
 from netroot.run import run
 

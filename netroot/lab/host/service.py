@@ -15,22 +15,12 @@ from netroot.errors import EnvironmentMissing, NetrootError, UsageError
 from netroot.lab import (
     arch as arch_mod,
 )
-from netroot.lab import (
-    boards,
-    disk,
-    diskless,
-    network,
-    ready,
-    seeds,
-    server,
-    serverhost,
-    state,
-    supervise,
-)
+from netroot.lab import state, supervise
 from netroot.lab.arch import BoardArch
-from netroot.lab.artifacts import build_artifacts as build_artifacts  # re-exported
-from netroot.lab.artifacts import check_environment as check_environment  # re-exported
-from netroot.lab.boards import BoardFiles
+from netroot.lab.host import boards, disk, diskless, network, ready, seeds, server, serverhost
+from netroot.lab.host.artifacts import build_artifacts as build_artifacts  # re-exported
+from netroot.lab.host.artifacts import check_environment as check_environment  # re-exported
+from netroot.lab.host.boards import BoardFiles
 from netroot.lab.plan import (
     BOARD_USER,
     DEFAULT_SERVER,

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from netroot.errors import NetrootError
-from netroot.lab import boards, disk, monitor, network, supervise
-from netroot.lab.boards import BoardFiles
+from netroot.lab import supervise
+from netroot.lab.host import boards, disk, monitor, network
+from netroot.lab.host.boards import BoardFiles
 from netroot.lab.plan import LabPlan, ServerPlan, server_plan
 from netroot.paths import project_file
 from netroot.run import run

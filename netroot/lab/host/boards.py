@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from netroot.errors import NetrootError
-from netroot.lab import monitor, network, supervise
+from netroot.lab import supervise
 from netroot.lab.arch import DEFAULT, LAB_GPU_MEM_MIB, BoardArch
+from netroot.lab.host import monitor, network
 from netroot.lab.plan import BoardPlan
 from netroot.run import run
 

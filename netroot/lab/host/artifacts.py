@@ -1,6 +1,6 @@
 """What the virtual lab is built from, built once and cached (`netroot lab up`, `lab build`).
 
-Moved out of lab/service.py (which starts, checks and stops the lab) unchanged but for the
+Moved out of lab/host/service.py (which starts, checks and stops the lab) unchanged but for the
 Raspbian images, built from one table (`_board_images`).
 """
 
@@ -13,18 +13,9 @@ from pathlib import Path
 from netroot import paths
 from netroot.errors import EnvironmentMissing
 from netroot.lab import arch as arch_mod
-from netroot.lab import (
-    builds,
-    disk,
-    doctor,
-    images,
-    kernel,
-    netboot_image,
-    recipes,
-    serverhost,
-    servervm,
-)
+from netroot.lab import doctor, recipes
 from netroot.lab.arch import BoardArch
+from netroot.lab.host import builds, disk, images, kernel, netboot_image, serverhost, servervm
 from netroot.lab.plan import DEFAULT_SERVER, RASPBIAN_IMAGE, RASPBIAN_TORCH_IMAGE
 from netroot.lab.recipes import Recipe
 from netroot.run import run
