@@ -53,25 +53,17 @@ def _root(app: AppContext, root: Path | None) -> Path:
     return DEFAULT_ROOT
 
 
-def _remote_server(app: AppContext, root: Path | None) -> Any:
-    """The inventory's NFS server when exports go to it over SSH (no --root given)."""
-    if root is not None:
-        return None
-    inv = _inventory_or_none(app)
-    if inv is not None and inv.servers and inv.server.remote:
-        return inv.server
-    return None
-
-
-def _several(app: AppContext, root: Path | None) -> list[Any] | None:
-    """The inventory's NFS servers when it lists several (no --root given): each is
-    worked on (netroot.cli.several); None: one export root, as always."""
-    if root is not None:
-        return None
-    inv = _inventory_or_none(app)
-    if inv is None or len(inv.servers) < 2:
-        return None
-    return list(inv.servers.values())
+def _where(app: AppContext, root: Path | None) -> tuple[list[Any], Any]:
+    """Where the export tree is, as (several, server): the inventory's NFS servers when it
+    lists several and no --root is given (each is worked on: netroot.cli.several); else its
+    one server when exports go to it over SSH (netroot_export_remote); ([], None): one local
+    export root (`_root`)."""
+    inv = None if root is not None else _inventory_or_none(app)
+    if inv is None or not inv.servers:
+        return [], None
+    if len(inv.servers) >= 2:
+        return list(inv.servers.values()), None
+    return [], inv.server if inv.server.remote else None
 
 
 def _protected(app: AppContext, name: str) -> set[str]:
@@ -161,8 +153,7 @@ def export(
     from netroot.export import service
 
     app = get(ctx)
-    several = _several(app, root)
-    server = None if several else _remote_server(app, root)
+    several, server = _where(app, root)
     # Several servers: each its own root (netroot.cli.several); else the one root.
     export_root = (
         DEFAULT_ROOT if several else Path(server.export_root) if server else _root(app, root)
@@ -258,12 +249,11 @@ def versions(
     from netroot.export import service
 
     app = get(ctx)
-    several = _several(app, root)
+    several, server = _where(app, root)
     if several:
         from netroot.cli import several as on_several
 
         return on_several.versions(app, several, name, as_json)
-    server = _remote_server(app, root)
     if server is not None:  # listed on the server, by the export's helper
         from netroot.export.remote import versions_remote
 
@@ -309,12 +299,11 @@ def verify(
 
     app = get(ctx)
     name, vid = _split(target)
-    several = _several(app, root)
+    several, server = _where(app, root)
     if several:
         from netroot.cli import several as on_several
 
         return on_several.verify(app, several, name, vid, as_json)
-    server = _remote_server(app, root)
     if server is not None:  # re-hashed on the server, by the export's helper
         from netroot.export.remote import verify_remote
 
@@ -358,12 +347,11 @@ def prune(
     from netroot.export import service
 
     app = get(ctx)
-    several = _several(app, root)
+    several, server = _where(app, root)
     if several:
         from netroot.cli import several as on_several
 
         return on_several.prune(app, several, name, keep, _protected(app, name), as_json)
-    server = _remote_server(app, root)
     if server is not None:  # pruned on the server, under the export's lock there
         from netroot.export.remote import prune_remote
 
