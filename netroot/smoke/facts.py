@@ -12,6 +12,7 @@ from __future__ import annotations
 import secrets
 import shlex
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 MOUNTED = "/run/netroot/mounted"  # the version netroot-mount mounted
 ASSIGNED = "/etc/netroot/assigned"  # the version the board was provisioned with
@@ -24,6 +25,17 @@ FILES = (
     "/proc/cmdline",
 )
 PSEUDO = ("/dev", "/proc", "/sys")  # their device numbers: the chroot's must be the same
+
+
+class BoardResult(Protocol):
+    """What a command on the board returns (netroot.adapters.ssh.Result)."""
+
+    @property
+    def rc(self) -> int: ...
+    @property
+    def stdout(self) -> bytes: ...
+    @property
+    def stderr(self) -> bytes: ...
 
 
 class FactsError(Exception):
@@ -92,3 +104,33 @@ def parse(token: str, stdout: str) -> BoardSnapshot:
         elif kind != "missing":
             raise FactsError(f"unexpected section {header!r} in the board's facts")
     return BoardSnapshot(files, devices)
+
+
+class BoardShell:
+    """Commands on the board itself (outside the chroot), through the backend it is handed
+    (the netroot:// testinfra backend: its `run_on_board`)."""
+
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+
+    def run(self, command: str) -> BoardResult:
+        result: BoardResult = self._backend.run_on_board(command)
+        return result
+
+    @property
+    def facts(self) -> BoardSnapshot:
+        """The files the checks read on the board, read once per board in one round trip
+        (netroot/smoke/facts.py) and kept on the backend for the board's later checks."""
+        cached: BoardSnapshot | None = getattr(self._backend, "_netroot_facts", None)
+        if cached is None:
+            token = new_token()
+            res = self.run(probe(token))
+            if res.rc != 0:
+                err = res.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
+                raise AssertionError(f"could not read the board's files: rc {res.rc} {err[0]}")
+            try:
+                cached = parse(token, res.stdout.decode(errors="replace"))
+            except FactsError as exc:
+                raise AssertionError(str(exc)) from None
+            self._backend._netroot_facts = cached
+        return cached

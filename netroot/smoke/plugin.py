@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 import testinfra.backend
 
-from netroot.adapters.ssh import Result
-from netroot.smoke.facts import BoardSnapshot, FactsError, new_token, parse, probe
+from netroot.smoke.facts import BoardShell
 from netroot.smoke.workers import HostWorkers, testinfra_host
 
 testinfra.backend.BACKENDS.setdefault("netroot", "netroot.smoke.backend.NetrootBackend")
@@ -36,35 +35,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="collect once, then run each host's checks in its own forked worker, all at once "
         "(needs --capture=sys or -s)",
     )
-
-
-class BoardShell:
-    """Commands on the board itself (outside the chroot)."""
-
-    def __init__(self, backend: Any) -> None:
-        self._backend = backend
-
-    def run(self, command: str) -> Result:
-        result: Result = self._backend.run_on_board(command)
-        return result
-
-    @property
-    def facts(self) -> BoardSnapshot:
-        """The files the checks read on the board, read once per board in one round trip
-        (netroot/smoke/facts.py) and kept on the backend for the board's later checks."""
-        cached: BoardSnapshot | None = getattr(self._backend, "_netroot_facts", None)
-        if cached is None:
-            token = new_token()
-            res = self.run(probe(token))
-            if res.rc != 0:
-                err = res.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
-                raise AssertionError(f"could not read the board's files: rc {res.rc} {err[0]}")
-            try:
-                cached = parse(token, res.stdout.decode(errors="replace"))
-            except FactsError as exc:
-                raise AssertionError(str(exc)) from None
-            self._backend._netroot_facts = cached
-        return cached
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 asks `for_host(host)` which one applies). Adding a boot mode: one class, one entry in CHECKS.
 
 `host` runs commands in the board's version (the chroot on an sd board, the booted root on a
-netboot board); `board` runs them on the board itself (plugin.BoardShell).
+netboot board); `board` runs them on the board itself (facts.BoardShell).
 """
 
 from __future__ import annotations

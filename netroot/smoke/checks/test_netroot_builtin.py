@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from netroot.smoke.checks.bootchecks import for_host
-from netroot.smoke.plugin import BoardShell
+from netroot.smoke.facts import BoardShell
 
 
 def test_assigned_version_mounted(host: Any, board: BoardShell, expected: dict[str, Any]) -> None:

@@ -34,12 +34,12 @@ IO_MODULES = (
     # images (the lab's plans, recipes, renderers and state file are checked like the rest).
     "netroot.lab.host",
     # The board checks: testinfra over SSH, and the QPU program sent over it (the smoke's
-    # workers, report and facts parser are checked).
+    # workers, report, facts parser and its built-in checks, which reach the board only
+    # through the testinfra host and the BoardShell they are handed, are checked).
     "netroot.smoke.backend",
     "netroot.smoke.plugin",
     "netroot.smoke.service",
     "netroot.smoke.qpu",
-    "netroot.smoke.checks.test_netroot_builtin",
     "BOARD_PROGRAM",  # the QPU program, run on the board (above)
     # The one module of its room that reaches a host; the rest of the room is checked.
     "netroot.export.remote",  # a remote export: ssh + rsync through adapters.server

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from netroot.adapters.ssh import Result
-from netroot.smoke.facts import FactsError, new_token, parse, probe
-from netroot.smoke.plugin import BoardShell
+from netroot.smoke.facts import BoardShell, FactsError, new_token, parse, probe
 
 
 def _run(command: str) -> str:
