@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Protocol
 
-from netroot.adapters.ssh import Session
 from netroot.inventory import Board
 from netroot.qpu import bootconfig
 from netroot.qpu.bundle import build_program
 from netroot.qpu.report import QpuReport, ReportError, parse
+from netroot.smoke.facts import BoardResult
 from netroot.smoke.report import CheckResult
 
 EMULATED_PREFIX = "EMULATED, the GPU was not tested: "
+
+
+class BoardSession(Protocol):
+    """What the QPU stage needs of its SSH session to the board (netroot.adapters.ssh.Session,
+    handed in by the smoke service): it reaches the board through nothing else."""
+
+    def run(
+        self, command: str, stdin: bytes | None = None, timeout: float | None = None
+    ) -> BoardResult: ...
+
+    def run_privileged(
+        self, command: str, stdin: bytes | None = None, timeout: float | None = None
+    ) -> BoardResult: ...
 
 
 def _label(prefix: str, message: str) -> str:
@@ -42,7 +55,9 @@ def stage_checks(board: str, report: QpuReport) -> list[CheckResult]:
     return checks
 
 
-def run_qpu(session: Session, board: Board, mode: str) -> tuple[list[CheckResult], dict[str, Any]]:
+def run_qpu(
+    session: BoardSession, board: Board, mode: str
+) -> tuple[list[CheckResult], dict[str, Any]]:
     """Send the dependency-free program over SSH; run it as root (become) with the image's python3
     in the chroot, or on a netboot board's booted root (it opens /dev/vcio and maps /dev/mem).
 

@@ -39,7 +39,6 @@ IO_MODULES = (
     "netroot.smoke.backend",
     "netroot.smoke.plugin",
     "netroot.smoke.service",
-    "netroot.smoke.qpu",
     "BOARD_PROGRAM",  # the QPU program, run on the board (above)
     # The one module of its room that reaches a host; the rest of the room is checked.
     "netroot.export.remote",  # a remote export: ssh + rsync through adapters.server

@@ -56,7 +56,7 @@ def board(netboot: bool = False) -> Board:
 
 def test_config_is_read_outside_the_chroot_and_travels_with_the_program() -> None:
     session = FakeSession()
-    checks, summary = run_qpu(session, board(), "auto")  # type: ignore[arg-type]
+    checks, summary = run_qpu(session, board(), "auto")
     assert session.commands[0] == bootconfig.PROBE  # no chroot prefix: the board's own /boot
     expected = repr(("/boot/firmware/config.txt", CONFIG))
     assert f"BOOT_CONFIG = {expected}" in session.programs[0]
@@ -66,13 +66,13 @@ def test_config_is_read_outside_the_chroot_and_travels_with_the_program() -> Non
 
 def test_a_board_without_config_sends_none() -> None:
     session = FakeSession(has_config=False)
-    run_qpu(session, board(), "auto")  # type: ignore[arg-type]
+    run_qpu(session, board(), "auto")
     assert "BOOT_CONFIG = None" in session.programs[0]
 
 
 def test_emulate_mode_reads_nothing_from_the_board() -> None:
     session = FakeSession()
-    checks, summary = run_qpu(session, board(), "emulate")  # type: ignore[arg-type]
+    checks, summary = run_qpu(session, board(), "emulate")
     assert bootconfig.PROBE not in session.commands
     assert summary["emulated"] is True
     s3 = next(c for c in checks if c.check.startswith("qpu S3"))
@@ -82,5 +82,5 @@ def test_emulate_mode_reads_nothing_from_the_board() -> None:
 
 def test_a_netboot_board_runs_the_program_on_its_booted_root() -> None:
     session = FakeSession(prefix="/usr/bin/python3 -")
-    run_qpu(session, board(netboot=True), "emulate")  # type: ignore[arg-type]
+    run_qpu(session, board(netboot=True), "emulate")
     assert session.privileged == ["/usr/bin/python3 -"]  # no chroot: its root is the version
