@@ -128,7 +128,7 @@ def qemu_argv(files: ServerFiles, art: Artifacts, srv: ServerPlan = NFS_01) -> l
     The disks carry serials: the seed unit in the VM finds its seed and export disks by them.
     """
     pairs = [
-        *boards.machine_pairs(srv.name, "q35", "qemu64", MEMORY_MIB),
+        *boards.machine_pairs(srv.name, "q35", "qemu64", MEMORY_MIB, boards.SERVER_TB_MIB),
         ("-kernel", str(art.kernel)),
         ("-initrd", str(art.initrd)),
         ("-append", kernel_cmdline(srv)),
