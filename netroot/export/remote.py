@@ -3,10 +3,10 @@
 When the inventory's NFS server has `netroot_export_remote: true`, its `netroot_export_root`
 is a path on the server and this control host has none. An export then:
 
-1. opens a helper session on the server over SSH with become (netroot.remote.export,
-   shipped first into the server's netroot lib dir): it takes the export name's lock there,
-   cleans what killed runs left and says whether the version already exists (a no-op: nothing
-   is built or sent);
+1. opens a helper session on the server over SSH with become (netroot.remote.export, sent
+   as source in the command line by netroot.bundle: nothing is installed there): it takes the
+   export name's lock there, cleans what killed runs left and says whether the version already
+   exists (a no-op: nothing is built or sent);
 2. builds the version in a local mirror export root (the local export, with every guard it
    has: hostile archive members are refused HERE, before anything leaves the machine, and the
    tree is verified against its manifest), hard-linking unchanged files from the mirror's
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import netroot
 from netroot.adapters import server as adapter
+from netroot.bundle import helper_command
 from netroot.errors import Exit, NetrootError, UsageError
 from netroot.export import service
 from netroot.export.manifest import Layout, Manifest, check_name
@@ -45,23 +45,6 @@ from netroot.inventory import NfsServer
 from netroot.paths import cache_dir
 from netroot.sshtarget import SshTarget, target_for
 
-LIB_DIR = "/usr/local/lib/netroot"  # the server role's netroot_nfs_server_lib_dir default
-# The server-side helpers (remote/export.py, remote/fleet.py) and what they import: the
-# standard library plus these (tests/unit/core/test_remote.py checks it).
-LIB_MODULES = (
-    "__init__.py",
-    "errors.py",
-    "fsutil.py",
-    "export/__init__.py",
-    "export/fstree.py",
-    "export/manifest.py",
-    "export/members.py",
-    "export/scan.py",
-    "remote/__init__.py",
-    "remote/export.py",
-    "remote/fleet.py",
-    "remote/lock.py",
-)
 RSYNC_FLAGS = ("-aHAX", "--numeric-ids", "--sparse", "--delete", "--stats", "--timeout=300")
 
 
@@ -72,15 +55,6 @@ class RemoteResult:
     path: str  # the version's directory on the server
     bytes_sent: int  # rsync's "Total bytes sent" (0 for a no-op)
     literal_bytes: int  # file data actually sent (the rest were links or matched blocks)
-
-
-def lib_dir(server: NfsServer) -> str:
-    return str(server.host.vars.get("netroot_nfs_server_lib_dir", LIB_DIR))
-
-
-def ship_helper(target: SshTarget, dest: str) -> None:
-    """Copy the helpers and the modules they import to the server (unchanged files skipped)."""
-    adapter.ship(target, Path(netroot.__file__).resolve().parent, LIB_MODULES, dest)
 
 
 def _send(
@@ -117,13 +91,11 @@ def _send(
 def _once(server: NfsServer, args: list[str], what: str) -> dict[str, Any]:
     """One request to the export helper on the server (--verify, --list, --prune)."""
     target = remote_target(server)
-    lib = lib_dir(server)
-    ship_helper(target, lib)
     proc = adapter.spawn(
         [
             *adapter.ssh_argv(target),
             target.host,
-            target.privileged(adapter.helper_command(lib, "netroot.remote.export", args)),
+            target.privileged(helper_command("netroot.remote.export", args)),
         ],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -166,8 +138,8 @@ def prune_remote(server: NfsServer, name: str, keep: int, protected: set[str]) -
 class Session(adapter.HelperSession):
     """The export's helper session on the server: holds the export's lock there while open."""
 
-    def __init__(self, target: SshTarget, lib: str, root: str, name: str, vid: str) -> None:
-        command = adapter.helper_command(lib, "netroot.remote.export", [root, name, vid])
+    def __init__(self, target: SshTarget, root: str, name: str, vid: str) -> None:
+        command = helper_command("netroot.remote.export", [root, name, vid])
         super().__init__(target, command, "starting the export helper")
 
     def reply_error(self, reply: dict[str, Any], what: str) -> NetrootError:
@@ -208,10 +180,8 @@ class Push:
     def __init__(self, server: NfsServer, name: str, vid: str) -> None:
         self.server, self.vid = server, vid
         self.target = remote_target(server)
-        lib = lib_dir(server)
-        ship_helper(self.target, lib)
         self.layout = Layout(Path(server.export_root), check_name(name))
-        self.session = Session(self.target, lib, server.export_root, name, vid)
+        self.session = Session(self.target, server.export_root, name, vid)
         self.hello = self.session.hello
 
     @property

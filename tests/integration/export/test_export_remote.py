@@ -46,7 +46,7 @@ class Remote:
     work: Path
     inventory: Path
     root: Path  # the server's export root (read here only to check)
-    lib: Path  # the server's netroot lib dir (kept under the test's directory)
+    lib: Path  # the server's netroot lib dir: configured, never written by an export
 
     def env(self) -> dict[str, str]:
         base = {k: v for k, v in os.environ.items() if k != "NETROOT_INVENTORY"}
@@ -128,6 +128,7 @@ def test_export_lands_on_the_server_verified_and_exact(remote: Remote, fidelity_
     vid = out["version"]
     assert out["server"] == "nfs-01" and out["switched"] and not out["noop"]
     assert remote.visible() == (f"versions/{vid}", [vid, f"{vid}.json"])
+    assert not remote.lib.exists()  # the helper came in the command line: nothing installed
     base = remote.root / "img"
     assert os.stat(base).st_mode & 0o777 == 0o700
     tree = base / "versions" / vid
@@ -392,14 +393,13 @@ def test_transfer_reports_progress(remote: Remote, tmp_path: Path) -> None:
 
 
 def test_second_writer_on_the_server_is_refused(remote: Remote, fidelity_tar: Path) -> None:
-    from netroot.export.remote import Session, remote_target, ship_helper
+    from netroot.export.remote import Session, remote_target
     from netroot.inventory import load
 
     server = load(remote.inventory).server
     target = remote_target(server)
-    ship_helper(target, str(remote.lib))
     # Another control host's export of the same name, holding the lock on the server.
-    other = Session(target, str(remote.lib), str(remote.root), "img", "0" * 16)
+    other = Session(target, str(remote.root), "img", "0" * 16)
     try:
         done = remote.export(fidelity_tar)
         assert done.returncode == 6, done.stderr
