@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from netroot.adapters import server as adapter
 from netroot.bundle import helper_command
@@ -236,17 +236,18 @@ def export_remote(
     server: NfsServer,
     name: str,
     *,
-    keep: int | None = None,
-    keep_host_keys: bool = False,
-    protected: set[str] | None = None,
-    progress: Progress | None = None,
-    switch: bool = True,
     mirror: Path | None = None,
+    **options: Unpack[service.ExportOptions],
 ) -> RemoteResult:
     """Build the version locally, send it to the server, verify and commit it there."""
     started = time.monotonic()
+    keep_host_keys, progress = options.get("keep_host_keys", False), options.get("progress")
     vid = service.planned_version(info, keep_host_keys=keep_host_keys)
-    request = {"switch": switch, "keep": keep, "protected": sorted(protected or ())}
+    request = {
+        "switch": options.get("switch", True),
+        "keep": options.get("keep"),
+        "protected": sorted(options.get("protected") or ()),
+    }
     push = Push(server, name, vid)
     try:
         if push.exists:
