@@ -45,7 +45,22 @@ from netroot.inventory import NfsServer
 from netroot.paths import cache_dir
 from netroot.sshtarget import SshTarget, target_for
 
-RSYNC_FLAGS = ("-aHAX", "--numeric-ids", "--sparse", "--delete", "--stats", "--timeout=300")
+# Times compared to the nanosecond (--modify-window=-1; the server's rsync >= 3.1.3). By
+# default rsync compares whole seconds and leaves a time it finds "unchanged": a directory it
+# creates within the second of its own mtime keeps its creation time, nanoseconds included
+# (docker's /proc and /sys are made when the export's container is created, and a fast
+# re-export reached the server within that second: the server refused the tree), and a
+# --link-dest file whose time differs only in nanoseconds is linked with the old time.
+EXACT_TIMES = "--modify-window=-1"
+RSYNC_FLAGS = (
+    "-aHAX",
+    "--numeric-ids",
+    "--sparse",
+    "--delete",
+    "--stats",
+    "--timeout=300",
+    EXACT_TIMES,
+)
 
 
 @dataclass
@@ -80,6 +95,7 @@ def _send(
             listing.write(b"".join(os.fsencode(path) + b"\0" for path in suspects))
             listing.flush()
             flags = ["-aHAX", "--numeric-ids", "--sparse", "--checksum", "--stats", "--from0"]
+            flags.append(EXACT_TIMES)
             again = adapter.rsync(
                 target, [f"{tree}/"], dest, [*flags, f"--files-from={listing.name}"], what
             )

@@ -256,10 +256,11 @@ def session(root: Path, name: str, vid: str) -> int:
 def collisions(layout: Layout, manifest: Manifest, bases: list[str]) -> list[str]:
     """Files rsync's quick check would take from a --link-dest version although they differ.
 
-    rsync links (or copies) a link-dest file whose size and mtime (whole seconds) match,
-    without reading it: a changed file of the same size and time (a version string, a
-    config) would arrive with the old bytes. These must be sent with --checksum; with the
-    other names of their hard-link group, so the group stays whole.
+    rsync links (or copies) a link-dest file whose size and mtime match, without reading it:
+    a changed file of the same size and time (a version string, a config) would arrive with
+    the old bytes. These must be sent with --checksum; with the other names of their
+    hard-link group, so the group stays whole. rsync compares the times to the nanosecond
+    (--modify-window=-1); here whole seconds: a superset, whatever the server's rsync does.
     """
     found: set[str] = set()
     for vid in bases:

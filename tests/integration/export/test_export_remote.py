@@ -424,3 +424,34 @@ def test_docker_image_one_layer_change(remote: Remote, docker_client: Any, tmp_p
     tree = remote.root / "img" / "versions" / second["version"]
     assert (tree / "app" / "version").read_bytes() == b"v2\n"
     assert remote.run("verify", "img").returncode == 0
+
+
+def test_directory_times_exact_when_sent_in_their_own_second(
+    remote: Remote, tmp_path: Path
+) -> None:
+    """A directory whose mtime is the very second rsync creates it on the server keeps it.
+
+    rsync compares times in whole seconds unless told otherwise: a directory it created in the
+    second of its source mtime looked "unchanged" and kept its creation time, nanoseconds
+    included (docker's init layer /proc and /sys, created a second before a fast re-export,
+    failed verification that way). Empty directories stamped with each of the coming seconds
+    make that clash certain, whatever this machine's speed."""
+    start = time.time_ns() // 10**9
+    archive = tmp_path / "clock.tar"
+    with tarfile.open(archive, "w", format=tarfile.PAX_FORMAT) as tar:
+        for i in range(120):
+            ti = tarfile.TarInfo(f"s{i:03}")
+            ti.type, ti.mode, ti.mtime = tarfile.DIRTYPE, 0o755, start + i
+            tar.addfile(ti)
+        ti = tarfile.TarInfo("etc/hostname")
+        ti.size, ti.mtime = 3, start
+        tar.addfile(ti, io.BytesIO(b"b1\n"))
+    vid = _ok(remote.export(archive))["version"]
+    base = remote.root / "img" / "versions"
+    tree = base / vid
+    manifest = Manifest.from_json((base / f"{vid}.json").read_text())
+    assert scan(str(tree)) == manifest.entries
+    stamps = [os.lstat(tree / f"s{i:03}") for i in range(120)]
+    assert [st.st_mtime_ns for st in stamps] == [(start + i) * 10**9 for i in range(120)]
+    # The clash happened: a directory rsync created (ctime) in the second of its own mtime.
+    assert any(st.st_ctime_ns // 10**9 == st.st_mtime_ns // 10**9 for st in stamps)
