@@ -1,10 +1,11 @@
 """The server's half of a remote export: lock, verify, commit, switch, prune (runs ON the server).
 
-The control host (netroot.export.remote) ships this module and the few it imports (standard
-library and netroot.errors/fsutil/export.manifest/members/scan/fstree only: the server has
-python3, not netroot) and runs, over SSH with become:
+The control host (netroot.export.remote) runs it over SSH with become, sent as source in the
+command line with the few modules it imports (netroot.bundle.helper_command: the standard
+library and netroot.errors/fsutil/export.manifest/members/scan/fstree only, as the server has
+python3, not netroot; nothing is installed there), as if it were
 
-    PYTHONPATH=<lib> python3 -m netroot.remote.export ROOT NAME VID
+    python3 -m netroot.remote.export ROOT NAME VID
 
 (One-shot instead: `--verify ROOT NAME VID|""` re-hashes a committed version, read-only, for
 `netroot verify`; `--list ROOT NAME` lists the versions for `netroot versions`; `--prune ROOT
