@@ -161,8 +161,8 @@ def expand(root: Path, listed: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def board_program(root: Path) -> tuple[str, ...]:
-    """The netroot.qpu modules qpu/bundle.py ships to the board (its *_MODULES tuples)."""
-    path = root / "netroot/qpu/bundle.py"
+    """The netroot.qpu modules netroot/bundle.py lists for the board (its QPU tuples)."""
+    path = root / "netroot/bundle.py"
     names: list[str] = []
     for node in ast.parse(path.read_text(), str(path)).body:
         if isinstance(node, ast.Assign) and any(

@@ -20,8 +20,7 @@ import shlex
 import signal
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable
-from pathlib import Path
+from collections.abc import Callable
 from typing import IO, Any
 
 from netroot.errors import EnvironmentMissing, Exit, NetrootError, UsageError
@@ -185,30 +184,6 @@ def parse_stats(text: str) -> dict[str, int]:
             if number.isdigit():
                 stats[m.group(1).lower()] = int(number)
     return stats
-
-
-def ship(target: SshTarget, package: Path, modules: Iterable[str], dest: str) -> None:
-    """Copy `modules` (paths under `package`) to dest/netroot on the server (unchanged skipped)."""
-    with tempfile.TemporaryDirectory(prefix="netroot-lib-") as tmp:
-        for rel in modules:
-            out = Path(tmp) / "netroot" / rel
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_bytes((package / rel).read_bytes())
-        # --checksum and no times (-t): a lib already up to date is not written at all, not
-        # even its mtimes (a read-only command must leave the server as it was).
-        flags = ["-r", "--checksum", "--chmod=D755,F644", "--mkpath"]
-        rsync(target, [f"{tmp}/netroot"], f"{dest}/", flags, "installing netroot's helper")
-
-
-def helper_command(lib: str, module: str, args: Iterable[str]) -> str:
-    """`python3 -m module args` from the shipped lib, as root.
-
-    -P and `cd /` keep the login's directory off sys.path (nothing there can shadow the
-    shipped modules), -s leaves out root's user site-packages, -B writes no bytecode into
-    the lib (a read-only command writes nothing on the server)."""
-    return f"cd / && PYTHONPATH={shlex.quote(lib)} exec python3 -B -P -s -m {module} " + shlex.join(
-        list(args)
-    )
 
 
 class HelperSession:

@@ -3,10 +3,10 @@
 When the inventory's NFS server has `netroot_export_remote: true`, its `netroot_export_root`
 is a path on the server and this control host has none. An export then:
 
-1. opens a helper session on the server over SSH with become (netroot.remote.export,
-   shipped first into the server's netroot lib dir): it takes the export name's lock there,
-   cleans what killed runs left and says whether the version already exists (a no-op: nothing
-   is built or sent);
+1. opens a helper session on the server over SSH with become (netroot.remote.export, sent
+   as source in the command line by netroot.bundle: nothing is installed there): it takes the
+   export name's lock there, cleans what killed runs left and says whether the version already
+   exists (a no-op: nothing is built or sent);
 2. builds the version in a local mirror export root (the local export, with every guard it
    has: hostile archive members are refused HERE, before anything leaves the machine, and the
    tree is verified against its manifest), hard-linking unchanged files from the mirror's
@@ -32,10 +32,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
-import netroot
 from netroot.adapters import server as adapter
+from netroot.bundle import helper_command
 from netroot.errors import Exit, NetrootError, UsageError
 from netroot.export import service
 from netroot.export.manifest import Layout, Manifest, check_name
@@ -45,24 +45,22 @@ from netroot.inventory import NfsServer
 from netroot.paths import cache_dir
 from netroot.sshtarget import SshTarget, target_for
 
-LIB_DIR = "/usr/local/lib/netroot"  # the server role's netroot_nfs_server_lib_dir default
-# The server-side helpers (remote/export.py, remote/fleet.py) and what they import: the
-# standard library plus these (tests/unit/core/test_remote.py checks it).
-LIB_MODULES = (
-    "__init__.py",
-    "errors.py",
-    "fsutil.py",
-    "export/__init__.py",
-    "export/fstree.py",
-    "export/manifest.py",
-    "export/members.py",
-    "export/scan.py",
-    "remote/__init__.py",
-    "remote/export.py",
-    "remote/fleet.py",
-    "remote/lock.py",
+# Times compared to the nanosecond (--modify-window=-1; the server's rsync >= 3.1.3). By
+# default rsync compares whole seconds and leaves a time it finds "unchanged": a directory it
+# creates within the second of its own mtime keeps its creation time, nanoseconds included
+# (docker's /proc and /sys are made when the export's container is created, and a fast
+# re-export reached the server within that second: the server refused the tree), and a
+# --link-dest file whose time differs only in nanoseconds is linked with the old time.
+EXACT_TIMES = "--modify-window=-1"
+RSYNC_FLAGS = (
+    "-aHAX",
+    "--numeric-ids",
+    "--sparse",
+    "--delete",
+    "--stats",
+    "--timeout=300",
+    EXACT_TIMES,
 )
-RSYNC_FLAGS = ("-aHAX", "--numeric-ids", "--sparse", "--delete", "--stats", "--timeout=300")
 
 
 @dataclass
@@ -72,15 +70,6 @@ class RemoteResult:
     path: str  # the version's directory on the server
     bytes_sent: int  # rsync's "Total bytes sent" (0 for a no-op)
     literal_bytes: int  # file data actually sent (the rest were links or matched blocks)
-
-
-def lib_dir(server: NfsServer) -> str:
-    return str(server.host.vars.get("netroot_nfs_server_lib_dir", LIB_DIR))
-
-
-def ship_helper(target: SshTarget, dest: str) -> None:
-    """Copy the helpers and the modules they import to the server (unchanged files skipped)."""
-    adapter.ship(target, Path(netroot.__file__).resolve().parent, LIB_MODULES, dest)
 
 
 def _send(
@@ -106,6 +95,7 @@ def _send(
             listing.write(b"".join(os.fsencode(path) + b"\0" for path in suspects))
             listing.flush()
             flags = ["-aHAX", "--numeric-ids", "--sparse", "--checksum", "--stats", "--from0"]
+            flags.append(EXACT_TIMES)
             again = adapter.rsync(
                 target, [f"{tree}/"], dest, [*flags, f"--files-from={listing.name}"], what
             )
@@ -117,13 +107,11 @@ def _send(
 def _once(server: NfsServer, args: list[str], what: str) -> dict[str, Any]:
     """One request to the export helper on the server (--verify, --list, --prune)."""
     target = remote_target(server)
-    lib = lib_dir(server)
-    ship_helper(target, lib)
     proc = adapter.spawn(
         [
             *adapter.ssh_argv(target),
             target.host,
-            target.privileged(adapter.helper_command(lib, "netroot.remote.export", args)),
+            target.privileged(helper_command("netroot.remote.export", args)),
         ],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -166,8 +154,8 @@ def prune_remote(server: NfsServer, name: str, keep: int, protected: set[str]) -
 class Session(adapter.HelperSession):
     """The export's helper session on the server: holds the export's lock there while open."""
 
-    def __init__(self, target: SshTarget, lib: str, root: str, name: str, vid: str) -> None:
-        command = adapter.helper_command(lib, "netroot.remote.export", [root, name, vid])
+    def __init__(self, target: SshTarget, root: str, name: str, vid: str) -> None:
+        command = helper_command("netroot.remote.export", [root, name, vid])
         super().__init__(target, command, "starting the export helper")
 
     def reply_error(self, reply: dict[str, Any], what: str) -> NetrootError:
@@ -208,10 +196,8 @@ class Push:
     def __init__(self, server: NfsServer, name: str, vid: str) -> None:
         self.server, self.vid = server, vid
         self.target = remote_target(server)
-        lib = lib_dir(server)
-        ship_helper(self.target, lib)
         self.layout = Layout(Path(server.export_root), check_name(name))
-        self.session = Session(self.target, lib, server.export_root, name, vid)
+        self.session = Session(self.target, server.export_root, name, vid)
         self.hello = self.session.hello
 
     @property
@@ -266,17 +252,18 @@ def export_remote(
     server: NfsServer,
     name: str,
     *,
-    keep: int | None = None,
-    keep_host_keys: bool = False,
-    protected: set[str] | None = None,
-    progress: Progress | None = None,
-    switch: bool = True,
     mirror: Path | None = None,
+    **options: Unpack[service.ExportOptions],
 ) -> RemoteResult:
     """Build the version locally, send it to the server, verify and commit it there."""
     started = time.monotonic()
+    keep_host_keys, progress = options.get("keep_host_keys", False), options.get("progress")
     vid = service.planned_version(info, keep_host_keys=keep_host_keys)
-    request = {"switch": switch, "keep": keep, "protected": sorted(protected or ())}
+    request = {
+        "switch": options.get("switch", True),
+        "keep": options.get("keep"),
+        "protected": sorted(options.get("protected") or ()),
+    }
     push = Push(server, name, vid)
     try:
         if push.exists:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from netroot import __version__
 from netroot.errors import Exit, NetrootError, UsageError
@@ -157,23 +158,27 @@ def _commit(layout: Layout, staging: Path, manifest: Manifest) -> None:
     fsync_dir(layout.staging)
 
 
+class ExportOptions(TypedDict, total=False):
+    """An export's options, local (export) or remote (export.remote.export_remote)."""
+
+    keep: int | None  # prune to this many versions after (default: no prune)
+    keep_host_keys: bool  # keep the image's SSH host keys (default: removed)
+    protected: set[str] | None  # versions a prune never removes
+    progress: Progress | None
+    switch: bool  # move `current` to the version (default: yes)
+
+
 def export(
-    info: SourceInfo,
-    apply: Apply,
-    root: Path,
-    name: str,
-    *,
-    keep: int | None = None,
-    keep_host_keys: bool = False,
-    protected: set[str] | None = None,
-    progress: Progress | None = None,
-    switch: bool = True,
+    info: SourceInfo, apply: Apply, root: Path, name: str, **options: Unpack[ExportOptions]
 ) -> ExportResult:
     """Write the source as a new verified version and switch `current` to it.
 
     switch=False exports without moving `current` (a rollout moves it only once every board
     it targets ran the version green).
     """
+    keep, protected = options.get("keep"), options.get("protected")
+    keep_host_keys, progress = options.get("keep_host_keys", False), options.get("progress")
+    switch = options.get("switch", True)
     started = dt.datetime.now(dt.UTC)
     layout = Layout(root, check_name(name))
     vid = planned_version(info, keep_host_keys=keep_host_keys)

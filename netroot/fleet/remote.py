@@ -3,10 +3,10 @@
 With `netroot_export_remote: true` the export root is a path on the server; every control host
 that has the inventory works on that one root: the state file and the lock stay there, so two
 control hosts see one fleet and one writer. This host opens one session per command to the
-server's helper (netroot.remote.fleet, shipped with the export's helper) over SSH with become
-(netroot.adapters.server): the state is read and written through it, the lock is taken by it
-and lives as long as this command's ssh (a control host killed frees it), and `current`
-moves through it only while the lock is held. The rollout's export is the remote export's
+server's helper (netroot.remote.fleet, sent as the export's helper is, by netroot.bundle) over
+SSH with become (netroot.adapters.server): the state is read and written through it, the lock
+is taken by it and lives as long as this command's ssh (a control host killed frees it), and
+`current` moves through it only while the lock is held. The rollout's export is the remote export's
 (netroot.export.remote, `current` unchanged).
 """
 
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from netroot.adapters import server as adapter
+from netroot.bundle import helper_command
 from netroot.errors import Exit, NetrootError
 from netroot.fleet.root import ExportRoot, LocalRoot
 from netroot.fleet.service import Fleet
@@ -60,15 +61,11 @@ class RemoteRoot:
             # holding no lock is opened again, one holding the lock never (it is lost).
             self.close()
         if self._session is None:
-            from netroot.export.remote import lib_dir, remote_target, ship_helper
+            from netroot.export.remote import remote_target
 
             target = remote_target(self.server)
-            lib = lib_dir(self.server)
-            ship_helper(target, lib)
             client = f"{this_host()} pid {os.getpid()}"
-            command = adapter.helper_command(
-                lib, "netroot.remote.fleet", [self.server.export_root, client]
-            )
+            command = helper_command("netroot.remote.fleet", [self.server.export_root, client])
             self._session = _Session(target, command, "starting the fleet helper")
             atexit.register(self.close)
         return self._session

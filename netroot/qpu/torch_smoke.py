@@ -17,8 +17,8 @@ import sys
 import time
 
 from netroot.qpu import opsrun
-from netroot.qpu.loader import load_bundled
 from netroot.qpu.smoke import Context, Stage, _stage
+from netroot.remote.loader import load_bundled
 
 IMPORT_TIMEOUT_S = 300  # a cold import from an NFS root on a Pi 3B takes tens of seconds
 NO_TORCH_RC = 10

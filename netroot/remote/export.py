@@ -1,10 +1,11 @@
 """The server's half of a remote export: lock, verify, commit, switch, prune (runs ON the server).
 
-The control host (netroot.export.remote) ships this module and the few it imports (standard
-library and netroot.errors/fsutil/export.manifest/members/scan/fstree only: the server has
-python3, not netroot) and runs, over SSH with become:
+The control host (netroot.export.remote) runs it over SSH with become, sent as source in the
+command line with the few modules it imports (netroot.bundle.helper_command: the standard
+library and netroot.errors/fsutil/export.manifest/members/scan/fstree only, as the server has
+python3, not netroot; nothing is installed there), as if it were
 
-    PYTHONPATH=<lib> python3 -m netroot.remote.export ROOT NAME VID
+    python3 -m netroot.remote.export ROOT NAME VID
 
 (One-shot instead: `--verify ROOT NAME VID|""` re-hashes a committed version, read-only, for
 `netroot verify`; `--list ROOT NAME` lists the versions for `netroot versions`; `--prune ROOT
@@ -256,10 +257,11 @@ def session(root: Path, name: str, vid: str) -> int:
 def collisions(layout: Layout, manifest: Manifest, bases: list[str]) -> list[str]:
     """Files rsync's quick check would take from a --link-dest version although they differ.
 
-    rsync links (or copies) a link-dest file whose size and mtime (whole seconds) match,
-    without reading it: a changed file of the same size and time (a version string, a
-    config) would arrive with the old bytes. These must be sent with --checksum; with the
-    other names of their hard-link group, so the group stays whole.
+    rsync links (or copies) a link-dest file whose size and mtime match, without reading it:
+    a changed file of the same size and time (a version string, a config) would arrive with
+    the old bytes. These must be sent with --checksum; with the other names of their
+    hard-link group, so the group stays whole. rsync compares the times to the nanosecond
+    (--modify-window=-1); here whole seconds: a superset, whatever the server's rsync does.
     """
     found: set[str] = set()
     for vid in bases:

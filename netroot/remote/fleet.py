@@ -1,9 +1,11 @@
 """The fleet state and the writer's lock of a remote export root, kept ON the server.
 
 When the export root is on the NFS server (netroot_export_remote), every control host reaches
-the fleet through this helper, run over SSH with become by netroot.fleet.remote:
+the fleet through this helper, run over SSH with become by netroot.fleet.remote, sent as source
+in the command line (netroot.bundle.helper_command: nothing is installed on the server), as if
+it were
 
-    PYTHONPATH=<lib> python3 -m netroot.remote.fleet ROOT CLIENT
+    python3 -m netroot.remote.fleet ROOT CLIENT
 
 CLIENT names the control host and its netroot process ("ctl-a pid 1234"). One session per
 netroot command, speaking JSON lines on stdin/stdout, lives as long as that command's ssh.

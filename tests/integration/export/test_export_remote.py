@@ -46,7 +46,7 @@ class Remote:
     work: Path
     inventory: Path
     root: Path  # the server's export root (read here only to check)
-    lib: Path  # the server's netroot lib dir (kept under the test's directory)
+    lib: Path  # the server's netroot lib dir: configured, never written by an export
 
     def env(self) -> dict[str, str]:
         base = {k: v for k, v in os.environ.items() if k != "NETROOT_INVENTORY"}
@@ -128,6 +128,7 @@ def test_export_lands_on_the_server_verified_and_exact(remote: Remote, fidelity_
     vid = out["version"]
     assert out["server"] == "nfs-01" and out["switched"] and not out["noop"]
     assert remote.visible() == (f"versions/{vid}", [vid, f"{vid}.json"])
+    assert not remote.lib.exists()  # the helper came in the command line: nothing installed
     base = remote.root / "img"
     assert os.stat(base).st_mode & 0o777 == 0o700
     tree = base / "versions" / vid
@@ -392,14 +393,13 @@ def test_transfer_reports_progress(remote: Remote, tmp_path: Path) -> None:
 
 
 def test_second_writer_on_the_server_is_refused(remote: Remote, fidelity_tar: Path) -> None:
-    from netroot.export.remote import Session, remote_target, ship_helper
+    from netroot.export.remote import Session, remote_target
     from netroot.inventory import load
 
     server = load(remote.inventory).server
     target = remote_target(server)
-    ship_helper(target, str(remote.lib))
     # Another control host's export of the same name, holding the lock on the server.
-    other = Session(target, str(remote.lib), str(remote.root), "img", "0" * 16)
+    other = Session(target, str(remote.root), "img", "0" * 16)
     try:
         done = remote.export(fidelity_tar)
         assert done.returncode == 6, done.stderr
@@ -424,3 +424,34 @@ def test_docker_image_one_layer_change(remote: Remote, docker_client: Any, tmp_p
     tree = remote.root / "img" / "versions" / second["version"]
     assert (tree / "app" / "version").read_bytes() == b"v2\n"
     assert remote.run("verify", "img").returncode == 0
+
+
+def test_directory_times_exact_when_sent_in_their_own_second(
+    remote: Remote, tmp_path: Path
+) -> None:
+    """A directory whose mtime is the very second rsync creates it on the server keeps it.
+
+    rsync compares times in whole seconds unless told otherwise: a directory it created in the
+    second of its source mtime looked "unchanged" and kept its creation time, nanoseconds
+    included (docker's init layer /proc and /sys, created a second before a fast re-export,
+    failed verification that way). Empty directories stamped with each of the coming seconds
+    make that clash certain, whatever this machine's speed."""
+    start = time.time_ns() // 10**9
+    archive = tmp_path / "clock.tar"
+    with tarfile.open(archive, "w", format=tarfile.PAX_FORMAT) as tar:
+        for i in range(120):
+            ti = tarfile.TarInfo(f"s{i:03}")
+            ti.type, ti.mode, ti.mtime = tarfile.DIRTYPE, 0o755, start + i
+            tar.addfile(ti)
+        ti = tarfile.TarInfo("etc/hostname")
+        ti.size, ti.mtime = 3, start
+        tar.addfile(ti, io.BytesIO(b"b1\n"))
+    vid = _ok(remote.export(archive))["version"]
+    base = remote.root / "img" / "versions"
+    tree = base / vid
+    manifest = Manifest.from_json((base / f"{vid}.json").read_text())
+    assert scan(str(tree)) == manifest.entries
+    stamps = [os.lstat(tree / f"s{i:03}") for i in range(120)]
+    assert [st.st_mtime_ns for st in stamps] == [(start + i) * 10**9 for i in range(120)]
+    # The clash happened: a directory rsync created (ctime) in the second of its own mtime.
+    assert any(st.st_ctime_ns // 10**9 == st.st_mtime_ns // 10**9 for st in stamps)

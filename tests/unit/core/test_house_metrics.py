@@ -6,7 +6,7 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-from netroot.qpu import bundle
+from netroot import bundle
 from tests.unit.core import test_purity
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from netroot.qpu import bundle
+from netroot import bundle
 
 PACKAGE = Path(__file__).resolve().parents[3] / "netroot"
 
-# The code that runs on the board: the QPU program (qpu/bundle.py ships exactly these modules;
+# The code that runs on the board: the QPU program (netroot/bundle.py lists what it carries;
 # test_remote.py holds them to the standard library).
 BOARD_PROGRAM = tuple(
     f"netroot.qpu.{name}"

@@ -1,23 +1,22 @@
-"""The server-side helper of a remote export, run as the server runs it: the system python3 with
-only the shipped modules on its path (no netroot installed), speaking its JSON-line protocol.
+"""The server-side helper of a remote export, run as the server runs it: the command netroot
+sends (the system python3, the helper's modules in its `-c` argument, no netroot installed),
+speaking its JSON-line protocol.
 Plus the local commit's both-or-neither rule and the control side's pure parts."""
 
 from __future__ import annotations
 
-import ast
 import errno
 import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import netroot
 from netroot.adapters import server as adapter
+from netroot.bundle import helper_command
 from netroot.export import remote, service, sources
 from netroot.export.manifest import Layout
 from netroot.inventory import Host, NfsServer
@@ -42,23 +41,13 @@ def _build(tmp_path: Path, specs: list[Spec], tag: str) -> service.ExportResult:
     return service.export(info, apply, tmp_path / "mirror", "img")
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The modules remote.ship_helper sends, and nothing else."""
-    out = tmp_path_factory.mktemp("lib")
-    package = Path(netroot.__file__).resolve().parent
-    for rel in remote.LIB_MODULES:
-        dest = out / "netroot" / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(package / rel, dest)
-    return out
-
-
 class Helper:
-    def __init__(self, lib: Path, root: Path, vid: str, name: str = "img") -> None:
+    def __init__(self, root: Path, vid: str, name: str = "img") -> None:
+        # The very command the server runs (netroot.bundle), python3 found on this PATH.
+        command = helper_command("netroot.remote.export", [str(root), name, vid])
         self.proc = subprocess.Popen(
-            [PYTHON, "-B", "-P", "-s", "-m", "netroot.remote.export", str(root), name, vid],
-            env={"PYTHONPATH": str(lib), "PATH": "/usr/bin:/bin"},
+            ["/bin/sh", "-c", command],
+            env={"PATH": "/usr/bin:/bin"},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -99,32 +88,13 @@ def _commit(helper: Helper, mirror: Layout, vid: str, **request: Any) -> dict[st
     return helper.send({"op": "commit", "manifest_bytes": len(text), **request}, text)
 
 
-def test_helper_imports_only_what_is_shipped() -> None:
-    package = Path(netroot.__file__).resolve().parent
-    shipped = {
-        "netroot." + rel[: -len(".py")].replace("/", ".").replace(".__init__", "")
-        for rel in remote.LIB_MODULES
-    }
-    for rel in remote.LIB_MODULES:
-        tree = ast.parse((package / rel).read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                if node.module.startswith("netroot"):
-                    assert node.module in shipped, (rel, node.module)
-                else:
-                    assert node.module.split(".")[0] in sys.stdlib_module_names, (rel, node.module)
-            elif isinstance(node, ast.Import):
-                for alias in node.names:
-                    assert alias.name.split(".")[0] in sys.stdlib_module_names, (rel, alias.name)
-
-
 @pytest.mark.skipif(not Path(PYTHON).exists(), reason="no system python3")
-def test_commit_verifies_on_the_server_then_switches(lib: Path, tmp_path: Path) -> None:
+def test_commit_verifies_on_the_server_then_switches(tmp_path: Path) -> None:
     built = _build(tmp_path, ROOTFS, "v1")
     vid = built.manifest.version
     mirror = Layout(tmp_path / "mirror", "img")
     server = tmp_path / "server"
-    helper = Helper(lib, server, vid)
+    helper = Helper(server, vid)
     assert helper.hello["ok"] and not helper.hello["exists"] and helper.hello["bases"] == []
     staged = Path(helper.hello["staging"])
     # Nothing visible while staged.
@@ -138,12 +108,12 @@ def test_commit_verifies_on_the_server_then_switches(lib: Path, tmp_path: Path) 
     assert os.listdir(layout.staging) == []
     assert os.stat(layout.base).st_mode & 0o777 == 0o700
     # Again: the version exists, the helper says so and a finish only switches / prunes.
-    again = Helper(lib, server, vid)
+    again = Helper(server, vid)
     assert again.hello["exists"] and json.loads(again.hello["manifest"])["version"] == vid
     assert again.send({"op": "finish", "switch": True})["switched"] is False
     # The next version gets link-dest bases: current first.
     v2 = _build(tmp_path, [*ROOTFS, Spec("etc/new", data=b"n")], "v2").manifest.version
-    third = Helper(lib, server, v2)
+    third = Helper(server, v2)
     assert third.hello["bases"] == [str(layout.version_dir(vid))]
     _copy_tree(mirror.version_dir(v2), Path(third.hello["staging"]))
     staged_new = Path(third.hello["staging"]) / "etc" / "new"
@@ -152,7 +122,7 @@ def test_commit_verifies_on_the_server_then_switches(lib: Path, tmp_path: Path) 
     os.utime(staged_new, ns=(st.st_mtime_ns, st.st_mtime_ns))
     refused = _commit(third, mirror, v2, switch=False, keep=1)
     assert not refused["ok"] and any("etc/new" in d for d in refused["differences"])
-    third = Helper(lib, server, v2)
+    third = Helper(server, v2)
     if shutil.which("rsync"):  # as the control host sends it: unchanged files hard-linked
         subprocess.run(
             ["rsync", "-aHAX", "--numeric-ids", f"--link-dest={third.hello['bases'][0]}",
@@ -171,10 +141,10 @@ def test_commit_verifies_on_the_server_then_switches(lib: Path, tmp_path: Path) 
 
 
 @pytest.mark.skipif(not Path(PYTHON).exists(), reason="no system python3")
-def test_tampered_tree_is_never_committed(lib: Path, tmp_path: Path) -> None:
+def test_tampered_tree_is_never_committed(tmp_path: Path) -> None:
     vid = _build(tmp_path, ROOTFS, "v1").manifest.version
     mirror = Layout(tmp_path / "mirror", "img")
-    helper = Helper(lib, tmp_path / "server", vid)
+    helper = Helper(tmp_path / "server", vid)
     staged = Path(helper.hello["staging"])
     _copy_tree(mirror.version_dir(vid), staged)
     os.chmod(staged / "bin" / "tool", 0o755)  # setuid lost in transit
@@ -186,20 +156,20 @@ def test_tampered_tree_is_never_committed(lib: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not Path(PYTHON).exists(), reason="no system python3")
-def test_eof_keeps_staging_for_resume_and_lock_is_exclusive(lib: Path, tmp_path: Path) -> None:
+def test_eof_keeps_staging_for_resume_and_lock_is_exclusive(tmp_path: Path) -> None:
     vid = _build(tmp_path, ROOTFS, "v1").manifest.version
     server = tmp_path / "server"
-    first = Helper(lib, server, vid)
+    first = Helper(server, vid)
     (Path(first.hello["staging"]) / "partial").write_bytes(b"x")
-    second = Helper(lib, server, vid)
+    second = Helper(server, vid)
     assert second.hello.get("busy") and second.proc.wait(timeout=30) == 1
     assert first.close() == 0  # the control host went away
     layout = Layout(server, "img")
     assert os.listdir(layout.versions) == []
-    third = Helper(lib, server, vid)  # the lock died with the first session; staging kept
+    third = Helper(server, vid)  # the lock died with the first session; staging kept
     assert (Path(third.hello["staging"]) / "partial").exists()
     third.close()
-    bad = Helper(lib, server, "../../etc")
+    bad = Helper(server, "../../etc")
     assert not bad.hello["ok"] and "bad root" in bad.hello["error"]
 
 
@@ -283,11 +253,11 @@ def test_ssh_failures_become_one_line(rc: int, stderr: str, code: int, words: st
 
 
 @pytest.mark.skipif(not Path(PYTHON).exists(), reason="no system python3")
-def test_collisions_names_same_size_and_time_with_other_bytes(lib: Path, tmp_path: Path) -> None:
+def test_collisions_names_same_size_and_time_with_other_bytes(tmp_path: Path) -> None:
     v1 = _build(tmp_path, ROOTFS, "v1").manifest.version
     mirror = Layout(tmp_path / "mirror", "img")
     server = tmp_path / "server"
-    first = Helper(lib, server, v1)
+    first = Helper(server, v1)
     _copy_tree(mirror.version_dir(v1), Path(first.hello["staging"]))
     assert _commit(first, mirror, v1, switch=True)["ok"]
     # v2: os-release and the hard-linked tool keep their size and mtime, not their bytes.
@@ -297,8 +267,19 @@ def test_collisions_names_same_size_and_time_with_other_bytes(lib: Path, tmp_pat
     ]
     changed[1] = Spec("bin/tool", data=b"TOOL" * 1000, mode=0o4755)
     v2 = _build(tmp_path, changed, "v2").manifest.version
-    second = Helper(lib, server, v2)
+    second = Helper(server, v2)
     text = mirror.manifest_path(v2).read_bytes()
     reply = second.send({"op": "collisions", "manifest_bytes": len(text)}, text, last=False)
     assert reply["paths"] == ["bin/alias", "bin/tool", "etc/os-release"]
     assert second.close() == 0
+
+
+def test_the_helper_fits_in_one_argument_and_names_only_helpers() -> None:
+    """ssh hands the command to the server's shell as one argument (sudo's sh -c too): Linux
+    refuses one over 128 KiB (MAX_ARG_STRLEN) with E2BIG."""
+    target = target_for(Host("nfs-01", {"ansible_become": True}, frozenset()))
+    for module in ("netroot.remote.export", "netroot.remote.fleet"):
+        command = target.privileged(helper_command(module, ["/srv/netroot", "img", "0" * 16]))
+        assert len(command.encode()) < 128 * 1024 // 2  # half the cap: room to grow
+    with pytest.raises(ValueError, match="not a helper"):
+        helper_command("netroot.remote.tree", [])
