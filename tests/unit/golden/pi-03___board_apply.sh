@@ -44,6 +44,21 @@ put() {
     changed "$path"
 }
 
+# A board that has just booted may still be mounting its version (netroot-mount.service
+# activating: NFS under a boot storm takes a while, and SSH answers before it is done). A
+# restart now would cancel that start job halfway through its mount and could fail the switch:
+# wait for the unit to settle first, at most its own start timeout.
+waited=0
+while [ "$waited" -lt 300 ]; do
+    case "$(systemctl show -P ActiveState netroot-mount.service 2>/dev/null)" in
+    activating | deactivating | reloading) ;;
+    *) break ;;
+    esac
+    [ "$waited" = 0 ] && echo "netroot: $NAME: waiting for the running netroot-mount.service (boot) to finish" >&2
+    sleep 1
+    waited=$((waited + 1))
+done
+
 mounted_before=""
 if mountpoint -q /run/netroot/root && [ -s /run/netroot/mounted ]; then
     mounted_before=$(cat /run/netroot/mounted)
