@@ -163,15 +163,28 @@ def test_interrupt_then_resume_finishes(lab: LabHandle, inv: Path) -> None:
          *AFTER_CANARY],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 1800
-    while time.monotonic() < deadline and proc.poll() is None:
-        st = load_state(lab.export_root).boards.get("pi-01")
-        if st is not None and st.last_good == version_f:
-            break  # the canary is done: interrupt during the next batch
-        time.sleep(1)
-    assert proc.poll() is None, f"rollout ended before the interrupt: {proc.stderr}"
+    # Interrupt once the rollout says the batch after the canary has begun (its own progress
+    # line on stderr): the Ctrl-C then lands in that batch's provision, whatever the boards'
+    # speed.
+    lines: list[str] = []
+    next_batch = threading.Event()
+
+    def read_progress() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            if line.startswith("batch 1:"):
+                next_batch.set()
+
+    reader = threading.Thread(target=read_progress, daemon=True)
+    reader.start()
+    next_batch.wait(timeout=1800)
+    assert proc.poll() is None and next_batch.is_set(), "".join(lines)[-3000:]
+    assert load_state(lab.export_root).boards["pi-01"].last_good == version_f  # the canary
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=600) == 130, proc.stderr.read() if proc.stderr else ""
+    code = proc.wait(timeout=600)
+    reader.join(timeout=60)
+    assert code == 130, "".join(lines)[-3000:]
     saved = json.loads(state_path(lab.export_root).read_text())
     assert saved["rollout"]["outcome"] == "interrupted"
     rc, result = _rollout(inv, "netroot-lab/raspbian:e2e-f", *AFTER_CANARY)
