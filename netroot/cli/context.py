@@ -30,3 +30,8 @@ def get(ctx: typer.Context) -> AppContext:
         obj = AppContext()
         ctx.find_root().obj = obj
     return obj
+
+
+# `--json` of the read-only commands that print a table: one declaration (typer reads these
+# defaults, never changes them, so commands can share them).
+JSON_OPTION: bool = typer.Option(False, "--json", help="JSON on stdout.")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from netroot.cli.context import AppContext, get
+from netroot.cli.context import JSON_OPTION, AppContext, get
 from netroot.errors import Exit, NetrootError, UsageError
 
 if TYPE_CHECKING:
@@ -19,6 +19,7 @@ DEFAULT_ROOT = Path("/srv/netroot")
 ROOT_HELP = (
     "Export root (default: the inventory's NFS server netroot_export_root, else /srv/netroot)."
 )
+ROOT_OPTION: Path | None = typer.Option(None, "--root", help=ROOT_HELP)
 EXPORT_EPILOG = (
     "Exit codes: 0 exported (or already there), 1 failed (current unchanged), 2 bad input "
     "(unknown image, not a tar, unsafe archive member, unwritable root), 5 Docker engine "
@@ -129,7 +130,7 @@ def export(
         ..., help="Image in the local engine (repo:tag or id), or a rootfs / docker-save tar."
     ),
     name: str | None = typer.Option(None, "--name", help="Export name (default: repository)."),
-    root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
+    root: Path | None = ROOT_OPTION,
     keep: int | None = typer.Option(None, "--keep", min=1, help="Then prune to N versions."),
     keep_host_keys: bool = typer.Option(
         False, "--keep-host-keys", help="Keep baked SSH host keys (shared by every board)."
@@ -140,7 +141,7 @@ def export(
         help="Read the image through `docker export` even when its layer "
         "dirs are readable (slower; same result).",
     ),
-    as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Export an image's filesystem as a new verified version; switch `current` to it.
 
@@ -242,8 +243,8 @@ def _existing(app: AppContext, root: Path | None, name: str) -> Layout:
 def versions(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Export name."),
-    root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
-    as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+    root: Path | None = ROOT_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """The versions of NAME, oldest first, and which one is current."""
     from netroot.export import service
@@ -291,8 +292,8 @@ def _split(target: str) -> tuple[str, str | None]:
 def verify(
     ctx: typer.Context,
     target: str = typer.Argument(..., help="NAME (its current version) or NAME@ID."),
-    root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
-    as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+    root: Path | None = ROOT_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Re-hash a version's tree against its manifest; exit 3 with the differing paths."""
     from netroot.export import service
@@ -340,8 +341,8 @@ def prune(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Export name."),
     keep: int = typer.Option(..., "--keep", min=1, help="Versions to keep (newest)."),
-    root: Path | None = typer.Option(None, "--root", help=ROOT_HELP),
-    as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+    root: Path | None = ROOT_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Remove all but the newest N versions (never current, nor any a board is assigned)."""
     from netroot.export import service

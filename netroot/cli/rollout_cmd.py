@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from netroot.cli.context import AppContext, get
+from netroot.cli.context import JSON_OPTION, AppContext, get
 from netroot.errors import Exit, UsageError, worst
 
 ROLLOUT_HELP = (
@@ -127,7 +127,7 @@ def rollout(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before starting."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; change nothing."),
     break_lock: bool = typer.Option(False, "--break-lock", help=BREAK_LOCK_HELP),
-    as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     from netroot.cli.source import name_for, open_source
     from netroot.fleet.remote import open_fleet
@@ -195,7 +195,7 @@ def rollback(
     to: str | None = typer.Option(None, "--to", help="Version id (default: the previous good)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask."),
     break_lock: bool = typer.Option(False, "--break-lock", help=BREAK_LOCK_HELP),
-    as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Put boards back on their previous good version (or --to ID), then smoke them."""
     from netroot.fleet.outcome import Outcome

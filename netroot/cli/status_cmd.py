@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from netroot.cli.context import get
+from netroot.cli.context import JSON_OPTION, get
 
 
 def _ago(ts: float | None) -> str:
@@ -31,7 +31,7 @@ def _servers(inv: Any, boards: list[Any], down: dict[str, str]) -> dict[str, Any
 def status(
     ctx: typer.Context,
     targets: list[str] | None = typer.Argument(None, help="Boards or groups (default: all)."),
-    as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """What each board runs vs. what it should run; exit 1 when any board drifts."""
     from netroot.fleet.probe import observe_all
