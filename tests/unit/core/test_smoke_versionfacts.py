@@ -18,6 +18,7 @@ from netroot import bootmode
 from netroot.adapters.ssh import Result
 from netroot.smoke import versionfacts
 from netroot.smoke.checks import test_netroot_builtin as checks
+from netroot.smoke.checks.bootchecks import CHECKS as MODE_CHECKS
 from netroot.smoke.facts import new_token
 from netroot.smoke.plugin import BoardShell, version_facts
 
@@ -289,3 +290,21 @@ def test_version_facts_are_read_once_per_board() -> None:
     host = SimpleNamespace(backend=backend)
     assert version_facts(host) is version_facts(host)
     assert backend.sent == ["version"]
+
+
+def test_a_netboot_board_reads_the_same_probe_and_only_removes_the_probe_file() -> None:
+    mounts = (
+        "10.77.0.2:/srv/netroot/nb/versions/" + V + " /run/rootfs nfs ro,vers=3 0 0\n"
+        "overlay / overlay rw,lowerdir=/run/rootfs 0 0\n"
+    )
+    state = _Board(mode="netboot")
+    state.board_files = {
+        **state.board_files,
+        "/proc/mounts": mounts,
+        "/proc/cmdline": f"nfsroot=10.77.0.2:/srv/netroot/nb/versions/{V} systemd.machine_id={MID}",
+    }
+    results = _run(state)
+    assert set(results.values()) == {"pass"}, results
+    assert [n for n, _ in MODE_CHECKS["netboot"].board_commands("pi-01")] == ["cleanup"]
+    state.board_files["/proc/mounts"] = mounts.replace("overlay / overlay", "/dev/x / ext4")
+    assert "/ is not an overlay" in _run(state)["writable"]
