@@ -52,10 +52,15 @@ put() {
     changed "$path"
 }
 
+# What is mounted, read with builtins as netroot-chroot does (mountinfo's field 5 is the mount
+# point): `mountpoint` and `cat` cost ~0.1 s an exec on an emulated board.
 mounted_before=""
-if mountpoint -q /run/netroot/root && [ -s /run/netroot/mounted ]; then
-    mounted_before=$(cat /run/netroot/mounted)
-fi
+while read -r _id _parent _dev _root point _rest; do
+    if [ "$point" = /run/netroot/root ]; then
+        [ -s /run/netroot/mounted ] && read -r mounted_before </run/netroot/mounted
+        break
+    fi
+done </proc/self/mountinfo
 
 # NFS client tools: preinstalled on the lab boards (no network); apt-get where there is one.
 if [ ! -x /sbin/mount.nfs ] && [ ! -x /usr/sbin/mount.nfs ]; then
@@ -81,7 +86,9 @@ put /etc/systemd/system/netroot-mount.service 644 IyBNYW5hZ2VkIGJ5IG5ldHJvb3QgKH
 put /etc/netroot/assigned 644 MDEyMzQ1Njc4OWFiY2RlZgo= a2192eeb9b7585151f53f0baf01f577d46936ffe0f97e38988506e01c07906a3
 if [ "$SET_HOSTNAME" = 1 ]; then
     put /etc/hostname 644 cGktMDMK b82ff28888801bfdb3e51a4e6fcbef86aa9e85c9ab4b8645d3f8aad8f4760511
-    if [ "$(hostname)" != "$NAME" ]; then
+    current_name=""
+    read -r current_name </proc/sys/kernel/hostname  # what `hostname` prints
+    if [ "$current_name" != "$NAME" ]; then
         [ "$CHECK" = 1 ] || hostname "$NAME"
         changed "hostname $NAME"
     fi
@@ -100,7 +107,9 @@ if [ "$CHECK" = 1 ]; then
     exit 0
 fi
 [ "$unit" = 1 ] && systemctl daemon-reload
-if ! systemctl is-enabled -q netroot-mount.service; then
+# Enabled = the link `systemctl enable` makes for WantedBy=multi-user.target (a test, where
+# `systemctl is-enabled` cost ~0.5 s on an emulated board).
+if [ ! -L /etc/systemd/system/multi-user.target.wants/netroot-mount.service ]; then
     systemctl enable -q netroot-mount.service 2>&1 || fail "cannot enable netroot-mount.service"
     changed "enabled netroot-mount.service"
 fi
@@ -117,6 +126,7 @@ else
     fi
     changed "mounted $VERSION (was: ${mounted_before:-nothing})"
 fi
-mounted=$(cat /run/netroot/mounted 2>/dev/null)
+mounted=""
+{ read -r mounted </run/netroot/mounted; } 2>/dev/null
 [ "$mounted" = "$VERSION" ] || fail "$NAME: $VERSION assigned but ${mounted:-nothing} mounted"
 echo "mounted: $mounted"
