@@ -64,9 +64,10 @@ def _env(pythonpath: Path | None = None) -> dict[str, str]:
     return env
 
 
-def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
+def _timed(cmd: list[str], env: dict[str, str], cwd: Path = REPO) -> tuple[float, str]:
+    """`cmd`'s seconds and stdout; run in `cwd`, which `python -m`/`-c` put first on sys.path."""
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - t0
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr)[-2500:]
@@ -162,7 +163,7 @@ def _worktree(rev: str) -> Iterator[Path]:
         try:
             found = subprocess.run(
                 [sys.executable, "-c", "import netroot; print(netroot.__file__)"],
-                env=_env(path), capture_output=True, text=True, check=True,
+                env=_env(path), cwd=path, capture_output=True, text=True, check=True,
             ).stdout  # fmt: skip
             if not found.startswith(str(path)):
                 sys.exit(f"PYTHONPATH={path} still imports netroot from {found.strip()}")
@@ -178,7 +179,7 @@ def bench_batch(base: str, pairs: int) -> dict[str, Any]:
     def rollout(pythonpath: Path | None) -> float:
         image = images[next(turn) % 2]  # every rollout switches every board
         cmd = [sys.executable, "-m", "netroot", "rollout", image, "--name", "raspbian", *FAST]
-        return _timed(cmd, _env(pythonpath))[0]
+        return _timed(cmd, _env(pythonpath), pythonpath or REPO)[0]
 
     with _worktree(base) as old:
         _log("warm-up: before, then after (untimed)")
