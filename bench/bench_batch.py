@@ -3,8 +3,9 @@ test; ratios, not seconds, carry over).
 
     .venv/bin/python -m bench.bench_batch [--part smoke|batch|both] [--pairs 2] [--base REV]
 
-On a running lab of SD boards, all provisioned (`netroot lab up --boards 3`, then any rollout);
-run it under the lab lock. The two sides always run in turn, A B A B, `--pairs` times, on the
+On a running lab of SD boards (`netroot lab up --boards 3`); run it under the lab lock. `--part
+smoke` alone needs the boards provisioned and mounted (any rollout); `both` runs the batch
+first, which leaves them so. The two sides always run in turn, A B A B, `--pairs` times, on the
 same boards in the same run, and the ratio is the median of the pairs' after/before.
 
 smoke: the built-in checks of every board at once in one pytest process, as `netroot smoke`
@@ -197,11 +198,12 @@ def main() -> None:
     args = ap.parse_args()
     boards = sorted(load(paths.lab_inventory()).expand(["lab"], False))
     out: dict[str, Any] = {"boards": boards}
-    if args.part in ("smoke", "both"):
-        out["smoke"] = bench_smoke(boards, args.pairs + 1)
-        _log(f"smoke: {json.dumps(out['smoke'])}")  # kept if the next part is cut short
+    # The batch first: its rollouts leave every board provisioned and mounted for the smoke.
     if args.part in ("batch", "both"):
         out["batch"] = bench_batch(args.base, args.pairs)
+        _log(f"batch: {json.dumps(out['batch'])}")  # kept if the next part is cut short
+    if args.part in ("smoke", "both"):
+        out["smoke"] = bench_smoke(boards, args.pairs + 1)
     print(json.dumps(out, indent=2))
 
 
