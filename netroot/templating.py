@@ -9,6 +9,7 @@ variable is an error that names the template, its line and the inventory host (p
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 import shlex
@@ -85,6 +86,8 @@ def environment(templates_dir: Path | None = None) -> jinja2.Environment:
     env.filters["basename"] = lambda s: Path(str(s)).name
     env.filters["b64encode"] = lambda s: base64.b64encode(str(s).encode()).decode()
     env.filters["bool"] = _to_bool
+    # ansible.builtin.hash: the hex digest of the string's UTF-8 bytes
+    env.filters["hash"] = lambda s, kind="sha1": hashlib.new(kind, str(s).encode()).hexdigest()
     return env
 
 

@@ -3,16 +3,19 @@
 Every command a check sends costs an SSH channel and a `sudo -n` on the board (on an emulated
 board ~0.3-0.5 s each, mostly sudo); the checks used to read the same few files a dozen times.
 A fact here is a command plus a pure parser (pyinfra's way): `probe(token)` is a plain-sh line
-that prints each file between marker lines, `parse(token, stdout)` turns it back into
-`BoardSnapshot`. The token is random per read, so no file's content can fake a marker.
+that prints each file between marker lines, and each extra command's output and exit code;
+`parse(token, stdout)` turns it back into a `Snapshot`. The token is random per read, so no
+file's content or command's output can fake a marker. The same probe, run inside the version,
+is what the in-version checks read (netroot/smoke/versionfacts.py).
 """
 
 from __future__ import annotations
 
 import secrets
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 MOUNTED = "/run/netroot/mounted"  # the version netroot-mount mounted
 ASSIGNED = "/etc/netroot/assigned"  # the version the board was provisioned with
@@ -43,15 +46,24 @@ class FactsError(Exception):
 
 
 @dataclass(frozen=True)
-class BoardSnapshot:
+class Snapshot:
     files: dict[str, str]  # path -> content, exactly; a missing or unreadable file is absent
     devices: dict[str, str] = field(default_factory=dict)  # /dev, /proc, /sys -> `stat -c %d`
+    outputs: dict[str, str] = field(default_factory=dict)  # command name -> stdout and stderr
+    rcs: dict[str, int] = field(default_factory=dict)  # command name -> its exit code
+    where: str = "on the board"
 
     def read(self, path: str) -> str:
         """A file's content, stripped; AssertionError naming the file when the board has none."""
         if path not in self.files:
-            raise AssertionError(f"{path} missing on the board")
+            raise AssertionError(f"{path} missing {self.where}")
         return self.files[path].strip()
+
+    def rc(self, name: str) -> int:
+        """The exit code of the probe's command `name` (ValueError: the probe ran no such one)."""
+        if name not in self.rcs:
+            raise ValueError(f"the probe ran no command {name!r}")
+        return self.rcs[name]
 
     @property
     def mounts(self) -> list[list[str]]:
@@ -67,30 +79,48 @@ class BoardSnapshot:
         return found
 
 
+BoardSnapshot = Snapshot  # the board's own files, outside the chroot
+
+
 def new_token() -> str:
     return secrets.token_hex(8)
 
 
-def probe(token: str, files: tuple[str, ...] = FILES) -> str:
-    """The board-side command (plain sh, run as root) that prints every fact once."""
+def probe(
+    token: str, files: tuple[str, ...] = FILES, commands: Sequence[tuple[str, str]] = ()
+) -> str:
+    """The command (plain sh, run as root) that prints every fact once: the files, the device
+    numbers of /dev, /proc and /sys, then each (name, shell command)'s output and exit code,
+    in order (a command's stderr goes with its output)."""
     mark = f"@@{token}"
     paths = " ".join(shlex.quote(f) for f in files)
     pseudo = " ".join(PSEUDO)
-    return (
+    parts = [
         f"for f in {paths}; do "
         f'if [ -r "$f" ]; then printf \'\\n{mark} file %s\\n\' "$f"; cat "$f"; '
-        f"else printf '\\n{mark} missing %s\\n' \"$f\"; fi; done; "
-        f"printf '\\n{mark} devices\\n'; stat -c '%n %d' {pseudo}; printf '\\n{mark} end\\n'"
-    )
+        f"else printf '\\n{mark} missing %s\\n' \"$f\"; fi; done",
+        f"printf '\\n{mark} devices\\n'; stat -c '%n %d' {pseudo}",
+    ]
+    for name, command in commands:
+        if not name or any(c.isspace() for c in name):
+            raise ValueError(f"a probe command's name is one word, not {name!r}")
+        parts.append(
+            f"printf '\\n{mark} cmd {name}\\n'; {{ {command}\n}} 2>&1 </dev/null; "
+            f"printf '\\n{mark} rc {name} %s\\n' \"$?\""
+        )
+    parts.append(f"printf '\\n{mark} end\\n'")
+    return "; ".join(parts)
 
 
-def parse(token: str, stdout: str) -> BoardSnapshot:
+def parse(token: str, stdout: str, where: str = "on the board") -> Snapshot:
     """Pure: the probe's output back into facts. FactsError when it was cut short."""
     pieces = stdout.split(f"\n@@{token} ")
     if len(pieces) < 2 or pieces[-1].strip() != "end":
-        raise FactsError("the board's facts were cut short (no end marker)")
+        raise FactsError(f"the facts {where} were cut short (no end marker)")
     files: dict[str, str] = {}
     devices: dict[str, str] = {}
+    outputs: dict[str, str] = {}
+    rcs: dict[str, int] = {}
     for piece in pieces[1:-1]:
         header, _, body = piece.partition("\n")
         kind, _, path = header.partition(" ")
@@ -101,36 +131,13 @@ def parse(token: str, stdout: str) -> BoardSnapshot:
                 name, _, number = line.rpartition(" ")
                 if name:
                     devices[name] = number
+        elif kind == "cmd":
+            outputs[path] = body
+        elif kind == "rc":
+            name, _, code = path.rpartition(" ")
+            if name not in outputs or not code.isdigit():
+                raise FactsError(f"unexpected section {header!r} in the facts {where}")
+            rcs[name] = int(code)
         elif kind != "missing":
-            raise FactsError(f"unexpected section {header!r} in the board's facts")
-    return BoardSnapshot(files, devices)
-
-
-class BoardShell:
-    """Commands on the board itself (outside the chroot), through the backend it is handed
-    (the netroot:// testinfra backend: its `run_on_board`)."""
-
-    def __init__(self, backend: Any) -> None:
-        self._backend = backend
-
-    def run(self, command: str) -> BoardResult:
-        result: BoardResult = self._backend.run_on_board(command)
-        return result
-
-    @property
-    def facts(self) -> BoardSnapshot:
-        """The files the checks read on the board, read once per board in one round trip
-        (netroot/smoke/facts.py) and kept on the backend for the board's later checks."""
-        cached: BoardSnapshot | None = getattr(self._backend, "_netroot_facts", None)
-        if cached is None:
-            token = new_token()
-            res = self.run(probe(token))
-            if res.rc != 0:
-                err = res.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
-                raise AssertionError(f"could not read the board's files: rc {res.rc} {err[0]}")
-            try:
-                cached = parse(token, res.stdout.decode(errors="replace"))
-            except FactsError as exc:
-                raise AssertionError(str(exc)) from None
-            self._backend._netroot_facts = cached
-        return cached
+            raise FactsError(f"unexpected section {header!r} in the facts {where}")
+    return Snapshot(files, devices, outputs, rcs, where)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import testinfra.backend
 
-from netroot.smoke.facts import BoardShell
+from netroot.smoke.shell import BoardShell
 from netroot.smoke.workers import HostWorkers, testinfra_host
 
 testinfra.backend.BACKENDS.setdefault("netroot", "netroot.smoke.backend.NetrootBackend")

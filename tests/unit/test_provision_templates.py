@@ -146,3 +146,30 @@ def test_inventory_override_wins_over_role_default() -> None:
     assert text.count(",noatime,nconnect=2,ro") == 1
     v3 = dict(_render_all())["pi-02__netroot-mount"]
     assert "vers=3," in v3 and ",nolock," in v3 and "LAYER=tmpfs" in v3
+
+
+def test_every_file_the_board_script_puts_carries_the_digest_of_what_it_writes() -> None:
+    # The apply script skips a file whose sha256 and mode the board already has: the digest it
+    # is given must be the one of the bytes it would write, else a changed file is never written.
+    import base64
+    import hashlib
+    import shlex
+
+    scripts = [
+        r.text
+        for host, kind, version in _cases()
+        if kind == "board"
+        for r in _renderer().render_board(host, version)
+        if r.template == "_board_apply.sh.j2"
+    ]
+    assert len(scripts) == 3  # the sd boards' (a netboot board has none)
+    for script in scripts:
+        puts = [
+            shlex.split(line) for line in script.splitlines() if line.strip().startswith("put ")
+        ]
+        assert len(puts) == 5
+        managed = script.split("sha256sum ", 1)[1].split(" 2>", 1)[0].split()
+        for words in puts:
+            _, path, mode, data, digest = words[:5]
+            assert hashlib.sha256(base64.b64decode(data)).hexdigest() == digest, path
+            assert mode in ("644", "755") and path in managed, path

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from netroot.adapters.ssh import Result
-from netroot.smoke.facts import BoardShell, FactsError, new_token, parse, probe
+from netroot.smoke.facts import FactsError, new_token, parse, probe
+from netroot.smoke.shell import BoardShell
 
 
 def _run(command: str) -> str:
