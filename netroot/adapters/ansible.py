@@ -134,7 +134,12 @@ def _run_in(
 
     interrupted = threading.Event()
     previous: Any = None
-    if threading.current_thread() is threading.main_thread():
+    # Ctrl-C cancels the playbook, unless this process ignores SIGINT (nohup, a background job
+    # of a script): then it ignores it here too, as it does everywhere else.
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+    ):
         previous = signal.signal(signal.SIGINT, lambda _sig, _frame: interrupted.set())
     try:
         runner = _run(ansible_runner, run_dir, playbooks, plan, handler, path, interrupted)

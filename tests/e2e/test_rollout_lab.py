@@ -155,6 +155,12 @@ def test_nfs_server_restart_mid_rollout_keeps_every_root(lab: LabHandle, inv: Pa
         assert lab.ssh(board, "/usr/local/sbin/netroot-chroot /usr/bin/python3 -c 'print(1)'")
 
 
+def _sigint_as_at_a_terminal() -> None:
+    """Ctrl-C as at a terminal: the suite may run with SIGINT ignored (nohup, a script's
+    background job), which the rollout would inherit and rightly ignore."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_interrupt_then_resume_finishes(lab: LabHandle, inv: Path) -> None:
     version_f = export(lab.inventory, variant_image("e2e-f", "f"))
     env = {**os.environ, "NETROOT_INVENTORY": str(inv), "NO_COLOR": "1"}
@@ -162,6 +168,7 @@ def test_interrupt_then_resume_finishes(lab: LabHandle, inv: Path) -> None:
         [*NETROOT, "rollout", "netroot-lab/raspbian:e2e-f", "--name", "raspbian", *FAST,
          *AFTER_CANARY],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_sigint_as_at_a_terminal,
     )  # fmt: skip
     # Interrupt once the rollout says the batch after the canary has begun (its own progress
     # line on stderr): the Ctrl-C then lands in that batch's provision, whatever the boards'
