@@ -1,14 +1,20 @@
-"""The reboot inside `netroot provision`: "back yet?" probes of 10 s vs 30 s (not a test).
+"""A board's first provision (its config.txt changes: one reboot), before and after (not a test).
 
-    flock /tmp/netroot-lab.lock .venv/bin/python -m bench.bench_reboot [--boards 2] [--rounds 2]
+    flock /tmp/netroot-lab.lock .venv/bin/python -m bench.bench_reboot [--boards 2] [--pairs 2]
+        [--base 8e628fb]
 
 In a scratch lab home (the user's lab is never touched; a running lab is stopped first): N
-boards booted, the lab image exported, then rounds of: every board's config.txt put back as
-Bookworm ships it (so the provision must change it and reboot), and `netroot provision boards`
-with the reboot's probes at `netroot_board_reboot_connect_timeout` 10 s (the role's default,
-Ansible's) or 30 s (what ansible.cfg now gives connections, for busy boards), alternating.
-Each board's "Reboot for the new boot config" task duration comes from the run's own Ansible
-events. Prints JSON.
+boards booted and the lab image exported, then pairs of rounds, before then after. A round
+first makes every board a board that was never provisioned as far as the cost goes: its
+config.txt put back as Bookworm ships it (so the provision must change it and reboot) and its
+version unmounted (netroot-mount stopped), then `netroot provision boards`:
+  before  the same command from a `git worktree` of `--base` (its netroot and its playbooks:
+          ansible.builtin.reboot, the version mounted first and again by the reboot);
+  after   this tree (netroot.board.reboot: no setup module, a probe a second; the boot config
+          first, the version mounted once, by the reboot).
+Reported per side: the whole command's seconds and each board's "Reboot for the new boot
+config" task seconds (from the run's own Ansible events); medians and after/before ratios.
+Prints JSON.
 """
 
 from __future__ import annotations
@@ -21,16 +27,21 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from bench.bench_batch import REPO, _worktree
 from bench.bench_boot import NETROOT, _ssh
 
-RESTORE = (
+BASE = "8e628fb"
+# Bookworm's config.txt again, and nothing mounted: what a first provision finds.
+RESET = (
     "sudo -n sed -i -e '/^# BEGIN netroot qpu boot config$/,/^# END netroot qpu boot config$/d'"
     " -e 's/^#netroot-qpu: //' /boot/firmware/config.txt"
+    " && sudo -n systemctl stop netroot-mount.service"
 )
 TASK = "Reboot for the new boot config"
 
@@ -51,17 +62,38 @@ def _reboot_task_s(run_dir: Path) -> dict[str, float]:
     return out
 
 
+def _round(
+    env: dict[str, str], pythonpath: Path | None, addresses: list[str], scratch: Path
+) -> dict[str, Any]:
+    for address in addresses:
+        _ssh(scratch, address, RESET)
+    side_env = dict(env)
+    if pythonpath is not None:
+        side_env["PYTHONPATH"] = str(pythonpath)
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "netroot", "provision", "boards", "--json"],
+        env=side_env, cwd=pythonpath or REPO, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    seconds = round(time.monotonic() - t0, 1)
+    latest = max((scratch / "provision" / "runs").iterdir())
+    return {"rc": proc.returncode, "seconds": seconds, "reboot_task_s": _reboot_task_s(latest)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--boards", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--pairs", type=int, default=2)
+    parser.add_argument("--base", default=BASE)
     parser.add_argument("--keep", action="store_true", help="keep the scratch dir (run events)")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="netroot-bench-reboot-", dir="/var/tmp"))
     env = {**os.environ, "NETROOT_HOME": str(scratch), "NO_COLOR": "1"}
     plain = {k: v for k, v in os.environ.items() if k != "NETROOT_HOME"}
     subprocess.run([*NETROOT, "lab", "down"], env=plain, capture_output=True, check=False)
-    result: dict[str, Any] = {"boards": args.boards, "cores": os.cpu_count(), "rounds": []}
+    result: dict[str, Any] = {
+        "boards": args.boards, "cores": os.cpu_count(), "base": args.base, "rounds": []
+    }  # fmt: skip
     try:
         up = [*NETROOT, "lab", "up", "--boot", "--boards", str(args.boards)]
         subprocess.run(up, env=env, check=True, capture_output=True)
@@ -69,45 +101,27 @@ def main() -> None:
             [*NETROOT, "export", "netroot-lab/raspbian:bookworm", "--name", "raspbian"],
             env=env, check=True, capture_output=True,
         )  # fmt: skip
-        inventory = scratch / "lab" / "inventory.yml"
-        data = yaml.safe_load(inventory.read_text())
-        addresses = {
-            name: host["ansible_host"]
-            for name, host in data["all"]["children"]["boards"]["children"]["lab"]["hosts"].items()
-        }
-        long = scratch / "inventory-probe-30.yml"
-        data["all"]["children"]["boards"]["vars"]["netroot_board_reboot_connect_timeout"] = 30
-        long.write_text(yaml.safe_dump(data))
-        runs = scratch / "provision" / "runs"
-        for i in range(args.rounds * 2):
-            probe = 10 if i % 2 == 0 else 30
-            for address in addresses.values():
-                _ssh(scratch, address, RESTORE)
-            inv = inventory if probe == 10 else long
-            _say(f"round {i // 2 + 1}: provision boards, probes {probe} s")
-            proc = subprocess.run(
-                [*NETROOT, "-i", str(inv), "provision", "boards", "--json"],
-                env=env, capture_output=True, text=True, check=False,
-            )  # fmt: skip
-            latest = max(runs.iterdir())
-            result["rounds"].append(
-                {"probe_s": probe, "rc": proc.returncode, "reboot_task_s": _reboot_task_s(latest)}
-            )
+        data = yaml.safe_load((scratch / "lab" / "inventory.yml").read_text())
+        hosts = data["all"]["children"]["boards"]["children"]["lab"]["hosts"]
+        addresses = [str(host["ansible_host"]) for host in hosts.values()]
+        with _worktree(args.base) as old:
+            for i in range(args.pairs):
+                for side, path in (("before", old), ("after", None)):
+                    _say(f"pair {i + 1}: {side}: provision boards (config.txt stock, unmounted)")
+                    result["rounds"].append({"side": side, **_round(env, path, addresses, scratch)})
     finally:
         subprocess.run([*NETROOT, "lab", "down"], env=env, capture_output=True, check=False)
-    for probe in (10, 30):
-        values = [
-            s
-            for r in result["rounds"]
-            if r["probe_s"] == probe
-            for s in r["reboot_task_s"].values()
-        ]
-        if values:
-            result[f"median_reboot_task_s_probe_{probe}"] = statistics.median(values)
-    if "median_reboot_task_s_probe_30" in result and "median_reboot_task_s_probe_10" in result:
-        result["probe10_over_probe30"] = round(
-            result["median_reboot_task_s_probe_10"] / result["median_reboot_task_s_probe_30"], 3
-        )
+    for side in ("before", "after"):
+        rounds = [r for r in result["rounds"] if r["side"] == side and r["rc"] == 0]
+        reboots = [s for r in rounds for s in r["reboot_task_s"].values()]
+        if rounds:
+            result[f"{side}_median_provision_s"] = statistics.median(r["seconds"] for r in rounds)
+        if reboots:
+            result[f"{side}_median_reboot_task_s"] = statistics.median(reboots)
+    for what in ("provision", "reboot_task"):
+        before, after = result.get(f"before_median_{what}_s"), result.get(f"after_median_{what}_s")
+        if before and after:
+            result[f"after_over_before_{what}"] = round(after / before, 3)
     print(json.dumps(result, indent=2))
     if not args.keep:
         shutil.rmtree(scratch, ignore_errors=True)

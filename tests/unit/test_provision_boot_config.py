@@ -38,6 +38,7 @@ def _script(tmp: Path, manage: bool, check: bool = False, gpu_mem: int = 128) ->
         "netroot_board_qpu_boot_config": manage,
         "netroot_board_gpu_mem": gpu_mem,
         "netroot_board_boot_dirs": [str(tmp / "firmware"), str(tmp / "boot")],
+        "netroot_board_reboot_pending_file": str(tmp / "run" / "reboot-pending"),
         "ansible_check_mode": check,
         "ansible_diff_mode": True,
     }
@@ -46,6 +47,11 @@ def _script(tmp: Path, manage: bool, check: bool = False, gpu_mem: int = 128) ->
 
 def _run(script: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False)
+
+
+def _reboot(tmp: Path) -> None:
+    """What the role's reboot does to the script's state: /run (a tmpfs) starts empty."""
+    (tmp / "run" / "reboot-pending").unlink(missing_ok=True)
 
 
 def _stock(tmp: Path, where: str = "firmware") -> Path:
@@ -67,6 +73,7 @@ def test_manage_comments_the_vc4_overlays_adds_the_block_and_is_idempotent(
     assert "\n#netroot-qpu: dtoverlay=vc4-fkms-v3d,cma-256\n" in text
     assert "\ndtoverlay=vc4-kms-v3d-pi4\n" in text  # another overlay: left alone
     assert text.endswith("[all]\ngpu_mem=128\n# END netroot qpu boot config\n")
+    _reboot(tmp_path)
     second = _run(_script(tmp_path, manage=True))
     assert second.returncode == 0 and "changed: " not in second.stdout
     assert cfg.read_text() == text
@@ -79,9 +86,11 @@ def test_manage_comments_the_vc4_overlays_adds_the_block_and_is_idempotent(
 def test_turning_it_off_restores_the_file_byte_for_byte(tmp_path: Path) -> None:
     cfg = _stock(tmp_path)
     _run(_script(tmp_path, manage=True))
+    _reboot(tmp_path)
     off = _run(_script(tmp_path, manage=False))
     assert off.returncode == 0 and "changed: " in off.stdout
     assert cfg.read_text() == STOCK
+    _reboot(tmp_path)
     assert "changed: " not in _run(_script(tmp_path, manage=False)).stdout
 
 
@@ -113,3 +122,17 @@ def test_a_board_without_config_txt_fails_naming_it_unless_unmanaged(tmp_path: P
     assert "pi-01: no config.txt in" in failed.stderr
     assert "netroot_qpu_boot_config: false" in failed.stderr
     assert _run(_script(tmp_path, manage=False)).returncode == 0
+
+
+def test_a_change_not_yet_rebooted_is_still_a_change_until_the_reboot(tmp_path: Path) -> None:
+    """A run that wrote config.txt and then failed or stopped before its reboot: the next run
+    still says "changed" (so the role reboots) until /run, a tmpfs, is cleared by the boot."""
+    _stock(tmp_path)
+    first = _run(_script(tmp_path, manage=True))
+    assert "changed: " in first.stdout and (tmp_path / "run" / "reboot-pending").exists()
+    again = _run(_script(tmp_path, manage=True))
+    assert again.returncode == 0 and "changed: " in again.stdout and "reboot needed" in again.stdout
+    assert "changed: " in _run(_script(tmp_path, manage=True, check=True)).stdout
+    _reboot(tmp_path)
+    after = _run(_script(tmp_path, manage=True))
+    assert "changed: " not in after.stdout and "unchanged" in after.stdout

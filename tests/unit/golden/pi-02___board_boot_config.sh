@@ -41,7 +41,14 @@ awk -v manage="$MANAGE" -v gpu_mem="$GPU_MEM" '
     }
 ' "$cfg" >"$new"
 
+# Written by an earlier run that did not get to reboot (it failed, or was interrupted, after
+# writing): still a change the firmware has not read. /run is a tmpfs, so a reboot clears it.
+PENDING=/run/netroot/reboot-pending
 if cmp -s "$new" "$cfg"; then
+    if [ -e "$PENDING" ]; then
+        echo "changed: $cfg (written earlier, not read by the firmware yet: reboot needed)"
+        exit 0
+    fi
     echo "boot config: unchanged ($cfg)"
     exit 0
 fi
@@ -52,6 +59,7 @@ if [ "$CHECK" = 1 ]; then
     echo "changed: $cfg (check mode: not written, no reboot)"
     exit 0
 fi
+mkdir -p "${PENDING%/*}" && : >"$PENDING"
 # Same directory, then rename: a power cut leaves the old or the new file, never half of one.
 tmp="$cfg.netroot.tmp"
 cat "$new" >"$tmp" && sync "$tmp" 2>/dev/null; mv -f "$tmp" "$cfg" || { echo "netroot: cannot write $cfg" >&2; exit 1; }

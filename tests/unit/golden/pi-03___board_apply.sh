@@ -5,6 +5,9 @@ VERSION=0123456789abcdef
 NAME=pi-03
 INSTALL=1
 SET_HOSTNAME=1
+# 1 when the board reboots right after this script (its boot config changed): the boot's own
+# netroot-mount.service mounts the version, so it is not mounted here first and again then.
+DEFER=0
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export SYSTEMD_COLORS=0 SYSTEMD_PAGER=
 
@@ -134,6 +137,10 @@ if [ "$mounted_before" = "$VERSION" ] && [ "$scripts" = 0 ] && systemctl is-acti
     # netroot-mount remounts a chroot that lost a bind (/dev, /proc, /sys, /run) and says so.
     repaired=$(/usr/local/sbin/netroot-mount "$VERSION") || fail "$NAME: cannot repair the chroot of $VERSION"
     [ "$repaired" = unchanged ] || changed "remounted $VERSION: its chroot had lost a bind"
+elif [ "$DEFER" = 1 ]; then
+    changed "$VERSION assigned: mounted by the reboot (mounted now: ${mounted_before:-nothing})"
+    echo "mounted: $mounted_before"
+    exit 0
 else
     if ! systemctl restart netroot-mount.service 2>/dev/null; then
         journalctl -u netroot-mount.service -n 25 --no-pager -o cat 2>/dev/null | grep 'netroot-mount' >&2
