@@ -23,30 +23,30 @@ class Result:
     stderr: bytes
 
 
-class Unreachable(NetrootError):
-    def __init__(self, target: SshTarget, why: str) -> None:
-        super().__init__(
-            f"{target.name} ({target.user}@{target.host}:{target.port}) unreachable: {why}",
-            "is the board up and in the inventory's known_hosts? (`netroot lab status`)",
-            Exit.UNREACHABLE,
-        )
+class TargetError(NetrootError):
+    """An error about one SSH target, which it keeps as `target`."""
+
+    def __init__(self, target: SshTarget, message: str, hint: str, code: Exit) -> None:
+        super().__init__(message, hint, code)
         self.target = target
+
+
+class Unreachable(TargetError):
+    def __init__(self, target: SshTarget, why: str) -> None:
+        where = f"{target.name} ({target.user}@{target.host}:{target.port})"
+        hint = "is the board up and in the inventory's known_hosts? (`netroot lab status`)"
+        super().__init__(target, f"{where} unreachable: {why}", hint, Exit.UNREACHABLE)
 
 
 class _SlowAnswer(Exception):
     """The host did not answer in time: busy, maybe, rather than gone."""
 
 
-class BecomeRefused(NetrootError):
+class BecomeRefused(TargetError):
     """The login user cannot get root without a password: one line naming host and remedy."""
 
     def __init__(self, target: SshTarget, why: str) -> None:
-        super().__init__(
-            f"{target.name}: {why}; nothing was changed",
-            "",
-            Exit.USAGE,
-        )
-        self.target = target
+        super().__init__(target, f"{target.name}: {why}; nothing was changed", "", Exit.USAGE)
 
 
 def become_problem(target: SshTarget, sudo_rc: int | None, sudo_stderr: str) -> str | None:

@@ -20,6 +20,7 @@ ROOT_HELP = (
     "Export root (default: the inventory's NFS server netroot_export_root, else /srv/netroot)."
 )
 ROOT_OPTION: Path | None = typer.Option(None, "--root", help=ROOT_HELP)
+NAME_ARGUMENT: str = typer.Argument(..., help="Export name.")  # versions, prune
 EXPORT_EPILOG = (
     "Exit codes: 0 exported (or already there), 1 failed (current unchanged), 2 bad input "
     "(unknown image, not a tar, unsafe archive member, unwritable root), 5 Docker engine "
@@ -65,6 +66,12 @@ def _where(app: AppContext, root: Path | None) -> tuple[list[Any], Any]:
     if len(inv.servers) >= 2:
         return list(inv.servers.values()), None
     return [], inv.server if inv.server.remote else None
+
+
+def _open(ctx: typer.Context, root: Path | None) -> tuple[AppContext, list[Any], Any]:
+    """The opening of `versions`, `verify` and `prune`: the context, and where the tree is."""
+    app = get(ctx)
+    return (app, *_where(app, root))
 
 
 def _protected(app: AppContext, name: str) -> set[str]:
@@ -242,15 +249,12 @@ def _existing(app: AppContext, root: Path | None, name: str) -> Layout:
 
 def versions(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="Export name."),
+    name: str = NAME_ARGUMENT,
     root: Path | None = ROOT_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """The versions of NAME, oldest first, and which one is current."""
-    from netroot.export import service
-
-    app = get(ctx)
-    several, server = _where(app, root)
+    app, several, server = _open(ctx, root)
     if several:
         from netroot.cli import several as on_several
 
@@ -261,6 +265,8 @@ def versions(
         current, found = versions_remote(server, name)
         where = f"{server.name}:{server.export_root}"
     else:
+        from netroot.export import service
+
         layout = _existing(app, root, name)
         found, current = service.list_versions(layout), service.current_id(layout)
         where = str(layout.root)
@@ -296,11 +302,8 @@ def verify(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Re-hash a version's tree against its manifest; exit 3 with the differing paths."""
-    from netroot.export import service
-
-    app = get(ctx)
+    app, several, server = _open(ctx, root)
     name, vid = _split(target)
-    several, server = _where(app, root)
     if several:
         from netroot.cli import several as on_several
 
@@ -312,6 +315,8 @@ def verify(
         version, files, tree = reply["version"], reply["files"], reply["tree_hash"]
         differences: list[str] = reply["differences"]
     else:
+        from netroot.export import service
+
         manifest, differences = service.verify(_root(app, root), name, vid)
         version, files, tree = manifest.version, manifest.files, manifest.tree_hash
     if as_json:
@@ -339,16 +344,13 @@ def verify(
 
 def prune(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="Export name."),
+    name: str = NAME_ARGUMENT,
     keep: int = typer.Option(..., "--keep", min=1, help="Versions to keep (newest)."),
     root: Path | None = ROOT_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Remove all but the newest N versions (never current, nor any a board is assigned)."""
-    from netroot.export import service
-
-    app = get(ctx)
-    several, server = _where(app, root)
+    app, several, server = _open(ctx, root)
     if several:
         from netroot.cli import several as on_several
 
@@ -358,6 +360,8 @@ def prune(
 
         removed = prune_remote(server, name, keep, _protected(app, name))
     else:
+        from netroot.export import service
+
         layout = _existing(app, root, name)
         removed = service.prune(layout.root, name, keep, _protected(app, name))
     if as_json:

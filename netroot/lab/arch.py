@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from netroot.errors import UsageError
-from netroot.lab.recipes import BOARD, BOARD_ARM64, Recipe
+from netroot.lab.recipes import BOARD, BOARD_ARM64, Recipe, kernel
 
 PI3B_RAM_MIB = 1024
 LAB_GPU_MEM_MIB = 128  # netroot_gpu_mem's default (roles/netroot_board)
@@ -37,26 +37,17 @@ class BoardArch:
         return self.ram_mib - gpu_mem if self.less_gpu_mem else self.ram_mib
 
 
+# A line each for what QEMU emulates, the OS the board boots (and what it says it is), its RAM.
 ARMHF = BoardArch(
-    name="armhf",
-    qemu="qemu-system-arm",
-    cpu="cortex-a15",
-    kernel=Recipe("kernel", "armhf", "extract", ("linux-image-armmp-lpae", "busybox-static"), ()),
-    machine="armv7l",
-    userspace=BOARD,
-    ram_mib=512,
-    less_gpu_mem=False,
-)
+    name="armhf", qemu="qemu-system-arm", cpu="cortex-a15",
+    kernel=kernel("armhf", "linux-image-armmp-lpae"), userspace=BOARD, machine="armv7l",
+    ram_mib=512, less_gpu_mem=False,
+)  # fmt: skip
 ARM64 = BoardArch(
-    name="arm64",
-    qemu="qemu-system-aarch64",
-    cpu="cortex-a53",
-    kernel=Recipe("kernel", "arm64", "extract", ("linux-image-arm64", "busybox-static"), ()),
-    machine="aarch64",
-    userspace=BOARD_ARM64,
-    ram_mib=PI3B_RAM_MIB,
-    less_gpu_mem=True,
-)
+    name="arm64", qemu="qemu-system-aarch64", cpu="cortex-a53",
+    kernel=kernel("arm64", "linux-image-arm64"), userspace=BOARD_ARM64, machine="aarch64",
+    ram_mib=PI3B_RAM_MIB, less_gpu_mem=True,
+)  # fmt: skip
 ARCHES = {a.name: a for a in (ARMHF, ARM64)}
 DEFAULT = ARMHF
 

@@ -56,9 +56,12 @@ class Recipe:
         return argv
 
 
-# The boards' kernels are recipes too (netroot/lab/arch.py): Debian's kernel package and a static
-# busybox for the initramfs, with the `extract` variant: it only unpacks, no maintainer scripts
-# run, and the host's dpkg architectures stay untouched (unlike `dpkg --add-architecture`).
+def kernel(arch: str, package: str) -> Recipe:
+    """A board kind's kernel (netroot/lab/arch.py): Debian's kernel `package` and a static busybox
+    for the initramfs, with the `extract` variant: it only unpacks, no maintainer scripts run, and
+    the host's dpkg architectures stay untouched (unlike `dpkg --add-architecture`)."""
+    return Recipe("kernel", arch, "extract", (package, "busybox-static"), ())
+
 
 # The boards' own "SD-card" OS: armhf like Raspberry Pi OS Lite, booting systemd, with sudo for
 # its imaging user `pi` (images/board/customize.sh). dbus keeps systemd's tools quiet.

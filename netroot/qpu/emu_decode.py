@@ -258,6 +258,7 @@ MUL_IMPL: dict[int, AluOp] = {
     4: _v8min,
 }
 FLOAT_ADD_OPS = {1, 2, 8}
+NOP = 39  # the read/write address that reads 0 and writes nowhere
 READ_A = set(range(32)) | {32, 38, 39, 48, 50, 51}
 READ_B = set(range(32)) | {32, 38, 39, 48, 50, 51}
 WRITES = set(range(36)) | {38, 39, 48, 49, 50, 51}
@@ -286,12 +287,12 @@ class Decoded:
     cond_mul: int = 0
     sf: bool = False
     ws: bool = False
-    waddr_add: int = 39
-    waddr_mul: int = 39
+    waddr_add: int = NOP
+    waddr_mul: int = NOP
     op_add: int = 0
     op_mul: int = 0
-    raddr_a: int = 39
-    raddr_b: int = 39
+    raddr_a: int = NOP
+    raddr_b: int = NOP
     muxes: tuple[int, int, int, int] = (0, 0, 0, 0)
     imm: int = 0  # small/load immediate value, branch offset, or semaphore (sa<<4 | number)
     uses_a: bool = False
@@ -312,7 +313,7 @@ def decode(word: int) -> Decoded:
             raise EmulatorError(f"{where}: only relative, non-register branches are modelled")
         if cond_br not in (0, 1, 2, 3, 4, 5, 6, 7, 15):
             raise EmulatorError(f"{where}: branch condition {cond_br} (carry) is not modelled")
-        if waddr_add != 39 or waddr_mul != 39:
+        if waddr_add != NOP or waddr_mul != NOP:
             raise EmulatorError(f"{where}: branch link writes are not modelled")
         offset = lo - (1 << 32) if lo & 0x80000000 else lo
         return Decoded("branch", sig=sig, cond_add=cond_br, imm=offset)
@@ -327,7 +328,7 @@ def decode(word: int) -> Decoded:
             raise EmulatorError(f"{where}: write address {waddr} is not modelled")
     if sig == 14:
         if unpack == 4:
-            if waddr_add != 39 or waddr_mul != 39 or sf:
+            if waddr_add != NOP or waddr_mul != NOP or sf:
                 raise EmulatorError(f"{where}: semaphore instruction with writes")
             return Decoded("sema", sig=sig, imm=lo & 0x1F)
         if unpack:

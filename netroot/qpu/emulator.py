@@ -37,6 +37,7 @@ from netroot.qpu.emu_decode import (
     FLOAT_ADD_OPS,
     LANES,
     MUL_IMPL,
+    NOP,
     VPM_ROWS,
     Decoded,
     EmulatorError,
@@ -269,9 +270,9 @@ class Machine:
     ) -> tuple[tuple[str, int], ...]:
         add_side, mul_side = ("B", "A") if d.ws else ("A", "B")
         targets = []
-        if d.cond_add and d.waddr_add != 39:
+        if d.cond_add and d.waddr_add != NOP:
             targets.append((add_side, d.waddr_add, add_res, d.cond_add))
-        if d.cond_mul and d.waddr_mul != 39:
+        if d.cond_mul and d.waddr_mul != NOP:
             targets.append((mul_side, d.waddr_mul, mul_res, d.cond_mul))
         if len(targets) == 2:
             (s1, w1, _, _), (s2, w2, _, _) = targets
@@ -316,7 +317,7 @@ class Machine:
             if self.mutex_owner != q.number:
                 raise EmulatorError(f"QPU {q.number} releases a mutex it does not hold")
             self.mutex_owner = None
-        elif waddr != 39:
+        elif waddr != NOP:
             raise EmulatorError(f"write to address {waddr} (side {side}) is not modelled")
 
     def _read_setup(self, q: QpuState, v: int) -> None:

@@ -1,4 +1,4 @@
-"""Memory layout, VPM/DMA setup words and uniforms of the smoke kernels (pure, stdlib-only).
+"""The smoke kernels' memory layout and uniforms; VPM/DMA setup words of every kernel (pure).
 
 Setup-word formats are the Reference Guide's VPM and VCD sections ("VPM Generic Block
 Read/Write Setup", "VCD DMA Load (VDR) Basic Setup", "VCD DMA Store (VDW) Basic Setup");
@@ -117,22 +117,47 @@ def vpm_row(qpu: int) -> int:
     return 2 * qpu
 
 
-def _barrier(qpu: int, num_qpus: int) -> list[int]:
-    # Launch index 0 is the master: it waits for num_qpus-1 semaphore ups, then interrupts.
+def barrier_uniforms(qpu: int, num_qpus: int) -> list[int]:
+    """The 2 uniforms every kernel's closing barrier reads (kernels._barrier_and_end): launch
+    index 0 is the master; it waits for num_qpus-1 semaphore ups, then interrupts the host."""
     return [0, num_qpus - 1] if qpu == 0 else [1, 0]
+
+
+# The setups every kernel uses (smoke and operator kernels alike): rows of 16 32-bit words,
+# horizontal, not laned, starting at the QPU's own VPM rows (vpm_row).
+def row_vdr(rows: int, vpm_row: int) -> int:
+    """DMA load of `rows` consecutive rows of memory into the VPM from `vpm_row` on."""
+    return vdr_setup(
+        modew=0, mpitch=3, rowlen=16, nrows=rows, vpitch=1, vertical=False, y=vpm_row, x=0
+    )
+
+
+def row_vpm_read(vpm_row: int) -> int:
+    """Two VPM reads, of `vpm_row` and the row after it."""
+    return vpm_read_setup(num=2, stride=1, horizontal=True, laned=False, size=2, addr=vpm_row)
+
+
+def row_vpm_write(vpm_row: int) -> int:
+    """VPM writes from `vpm_row` on."""
+    return vpm_write_setup(stride=1, horizontal=True, laned=False, size=2, addr=vpm_row)
+
+
+def row_vdw(vpm_row: int) -> int:
+    """DMA store of the VPM row `vpm_row` to memory."""
+    return vdw_setup(units=1, depth=16, laned=False, horizontal=True, y=vpm_row, x=0, modew=0)
 
 
 def vector_add_uniforms(qpu: int, num_qpus: int, in_bus: int, out_bus: int) -> list[int]:
     """The 8 uniforms the vector-add kernel reads, in order (see kernels.vector_add)."""
     row = vpm_row(qpu)
     return [
-        vdr_setup(modew=0, mpitch=3, rowlen=16, nrows=2, vpitch=1, vertical=False, y=row, x=0),
+        row_vdr(2, row),
         in_bus,
-        vpm_read_setup(num=2, stride=1, horizontal=True, laned=False, size=2, addr=row),
-        vpm_write_setup(stride=1, horizontal=True, laned=False, size=2, addr=row),
-        vdw_setup(units=1, depth=16, laned=False, horizontal=True, y=row, x=0, modew=0),
+        row_vpm_read(row),
+        row_vpm_write(row),
+        row_vdw(row),
         out_bus,
-        *_barrier(qpu, num_qpus),
+        *barrier_uniforms(qpu, num_qpus),
     ]
 
 
@@ -143,10 +168,10 @@ def madd_uniforms(qpu: int, num_qpus: int, iterations: int, out_bus: int) -> lis
     row = vpm_row(qpu)
     return [
         iterations,
-        vpm_write_setup(stride=1, horizontal=True, laned=False, size=2, addr=row),
-        vdw_setup(units=1, depth=16, laned=False, horizontal=True, y=row, x=0, modew=0),
+        row_vpm_write(row),
+        row_vdw(row),
         out_bus,
-        *_barrier(qpu, num_qpus),
+        *barrier_uniforms(qpu, num_qpus),
     ]
 
 

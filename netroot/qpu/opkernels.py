@@ -18,30 +18,6 @@ uniforms. Every kernel ends with the smoke kernels' semaphore barrier.
 from __future__ import annotations
 
 from netroot.qpu import asm
-from netroot.qpu.asm import (
-    MUX_A,
-    MUX_B,
-    MUX_R0,
-    MUX_R1,
-    MUX_R2,
-    MUX_R3,
-    R_MUTEX,
-    R_NOP,
-    R_UNIFORM,
-    R_VDR_WAIT,
-    R_VDW_WAIT,
-    R_VPM,
-    SIG_SMALL_IMM,
-    W_DMA_ADDR,
-    W_MUTEX,
-    W_NOP,
-    W_R0,
-    W_R1,
-    W_R2,
-    W_R3,
-    W_VPM,
-    W_VPM_SETUP,
-)
 from netroot.qpu.kernels import (
     Kernel,
     _barrier_and_end,
@@ -61,7 +37,7 @@ MATVEC_UNIFORMS = 11  # + 2 barrier
 
 def _inc(reg_a: int, by_b: int) -> int:
     """ra[reg_a] += rb[by_b] (integer)."""
-    return add_op("add", reg_a, MUX_A, MUX_B, raddr_a=reg_a, raddr_b=by_b)
+    return add_op("add", reg_a, asm.MUX_A, asm.MUX_B, raddr_a=reg_a, raddr_b=by_b)
 
 
 def _count_down(reg_a: int) -> int:
@@ -69,12 +45,12 @@ def _count_down(reg_a: int) -> int:
     return add_op(
         "sub",
         reg_a,
-        MUX_A,
-        MUX_B,
+        asm.MUX_A,
+        asm.MUX_B,
         raddr_a=reg_a,
         raddr_b=asm.small_imm_code(1),
         sf=True,
-        sig=SIG_SMALL_IMM,
+        sig=asm.SIG_SMALL_IMM,
     )
 
 
@@ -87,20 +63,20 @@ def _loop_back(prog: asm.Program, label: str) -> None:
 def _op_into_vpm(prog: asm.Program, op: str) -> None:
     """r0 (A) op r1 (B) -> VPM write; r2, r3 scratch; rb6 holds 24 for the int multiply."""
     if op == "ew_fadd":
-        prog.emit(add_op("fadd", W_VPM, MUX_R0, MUX_R1))
+        prog.emit(add_op("fadd", asm.W_VPM, asm.MUX_R0, asm.MUX_R1))
     elif op == "ew_add":
-        prog.emit(add_op("add", W_VPM, MUX_R0, MUX_R1))
+        prog.emit(add_op("add", asm.W_VPM, asm.MUX_R0, asm.MUX_R1))
     elif op == "ew_fmul":
-        prog.emit(mul_op("fmul", W_VPM, MUX_R0, MUX_R1))
+        prog.emit(mul_op("fmul", asm.W_VPM, asm.MUX_R0, asm.MUX_R1))
     else:  # ew_imul: low 32 bits of the product from three mul24 (see the module docstring)
-        prog.emit(mul_op("mul24", W_R2, MUX_R0, MUX_R1))  # r2 = a_lo * b_lo
-        prog.emit(add_op("shr", W_R3, MUX_R0, MUX_B, raddr_b=6))  # r3 = a >> 24
-        prog.emit(mul_op("mul24", W_R3, MUX_R3, MUX_R1))  # r3 = a_hi * b_lo
-        prog.emit(add_op("shr", W_R1, MUX_R1, MUX_B, raddr_b=6))  # r1 = b >> 24
-        prog.emit(mul_op("mul24", W_R1, MUX_R0, MUX_R1))  # r1 = a_lo * b_hi
-        prog.emit(add_op("add", W_R3, MUX_R3, MUX_R1))
-        prog.emit(add_op("shl", W_R3, MUX_R3, MUX_B, raddr_b=6))
-        prog.emit(add_op("add", W_VPM, MUX_R2, MUX_R3))
+        prog.emit(mul_op("mul24", asm.W_R2, asm.MUX_R0, asm.MUX_R1))  # r2 = a_lo * b_lo
+        prog.emit(add_op("shr", asm.W_R3, asm.MUX_R0, asm.MUX_B, raddr_b=6))  # r3 = a >> 24
+        prog.emit(mul_op("mul24", asm.W_R3, asm.MUX_R3, asm.MUX_R1))  # r3 = a_hi * b_lo
+        prog.emit(add_op("shr", asm.W_R1, asm.MUX_R1, asm.MUX_B, raddr_b=6))  # r1 = b >> 24
+        prog.emit(mul_op("mul24", asm.W_R1, asm.MUX_R0, asm.MUX_R1))  # r1 = a_lo * b_hi
+        prog.emit(add_op("add", asm.W_R3, asm.MUX_R3, asm.MUX_R1))
+        prog.emit(add_op("shl", asm.W_R3, asm.MUX_R3, asm.MUX_B, raddr_b=6))
+        prog.emit(add_op("add", asm.W_VPM, asm.MUX_R2, asm.MUX_R3))
 
 
 def elementwise(op: str) -> Kernel:
@@ -113,23 +89,23 @@ def elementwise(op: str) -> Kernel:
         raise ValueError(f"unknown elementwise kernel {op!r}; one of {', '.join(ELEMENTWISE)}")
     prog = asm.Program()
     for reg in range(3):
-        prog.emit(mov_from_a(reg, R_UNIFORM))  # ra0, ra1, ra2
+        prog.emit(mov_from_a(reg, asm.R_UNIFORM))  # ra0, ra1, ra2
     for reg in range(7):
-        prog.emit(mov_from_a(reg, R_UNIFORM, ws=True))  # rb0..rb6
+        prog.emit(mov_from_a(reg, asm.R_UNIFORM, ws=True))  # rb0..rb6
     prog.label("loop")
-    prog.emit(mov_from_a(W_NOP, R_MUTEX))
-    prog.emit(mov_from_b(W_VPM_SETUP, 0))  # DMA load setup
-    prog.emit(mov_from_a(W_DMA_ADDR, 1))  # start the load of the pair
-    prog.emit(mov_from_a(W_NOP, R_VDR_WAIT))
-    prog.emit(mov_from_b(W_VPM_SETUP, 1))  # VPM read setup, 2 rows
-    prog.emit(mov_from_b(W_VPM_SETUP, 2, ws=True))  # VPM write setup
-    prog.emit(mov_from_a(W_R0, R_VPM))
-    prog.emit(mov_from_a(W_R1, R_VPM))
+    prog.emit(mov_from_a(asm.W_NOP, asm.R_MUTEX))
+    prog.emit(mov_from_b(asm.W_VPM_SETUP, 0))  # DMA load setup
+    prog.emit(mov_from_a(asm.W_DMA_ADDR, 1))  # start the load of the pair
+    prog.emit(mov_from_a(asm.W_NOP, asm.R_VDR_WAIT))
+    prog.emit(mov_from_b(asm.W_VPM_SETUP, 1))  # VPM read setup, 2 rows
+    prog.emit(mov_from_b(asm.W_VPM_SETUP, 2, ws=True))  # VPM write setup
+    prog.emit(mov_from_a(asm.W_R0, asm.R_VPM))
+    prog.emit(mov_from_a(asm.W_R1, asm.R_VPM))
     _op_into_vpm(prog, op)
-    prog.emit(mov_from_b(W_VPM_SETUP, 3, ws=True))  # DMA store setup
-    prog.emit(mov_from_a(W_DMA_ADDR, 2, ws=True))  # start the store
-    prog.emit(mov_from_b(W_NOP, R_VDW_WAIT))
-    prog.emit(mov_from_a(W_MUTEX, R_NOP))
+    prog.emit(mov_from_b(asm.W_VPM_SETUP, 3, ws=True))  # DMA store setup
+    prog.emit(mov_from_a(asm.W_DMA_ADDR, 2, ws=True))  # start the store
+    prog.emit(mov_from_b(asm.W_NOP, asm.R_VDW_WAIT))
+    prog.emit(mov_from_a(asm.W_MUTEX, asm.R_NOP))
     prog.emit(_inc(1, 4))
     prog.emit(_inc(2, 5))
     prog.emit(_count_down(0))
@@ -146,42 +122,42 @@ def matvec() -> Kernel:
     Registers: ra0 rows left, ra1 input address, ra2 weight address, ra3 output address,
     ra4 chunks left; rb0 chunks, rb1 weight base, rb2-rb6 setups, rb7 64; r3 the sums."""
     prog = asm.Program()
-    prog.emit(mov_from_a(0, R_UNIFORM))  # ra0 rows
-    prog.emit(mov_from_a(0, R_UNIFORM, ws=True))  # rb0 chunks
-    prog.emit(mov_from_a(1, R_UNIFORM))  # ra1 input
-    prog.emit(mov_from_a(1, R_UNIFORM, ws=True))  # rb1 weight base
-    prog.emit(mov_from_a(3, R_UNIFORM))  # ra3 output
+    prog.emit(mov_from_a(0, asm.R_UNIFORM))  # ra0 rows
+    prog.emit(mov_from_a(0, asm.R_UNIFORM, ws=True))  # rb0 chunks
+    prog.emit(mov_from_a(1, asm.R_UNIFORM))  # ra1 input
+    prog.emit(mov_from_a(1, asm.R_UNIFORM, ws=True))  # rb1 weight base
+    prog.emit(mov_from_a(3, asm.R_UNIFORM))  # ra3 output
     for reg in range(2, 8):
-        prog.emit(mov_from_a(reg, R_UNIFORM, ws=True))  # rb2..rb7
+        prog.emit(mov_from_a(reg, asm.R_UNIFORM, ws=True))  # rb2..rb7
     prog.label("row")
-    prog.emit(mov_small_imm(W_R3, 0))  # the 16 sums start at +0
+    prog.emit(mov_small_imm(asm.W_R3, 0))  # the 16 sums start at +0
     prog.emit(mov_from_b(2, 1))  # ra2 = weight base
     prog.emit(mov_from_b(4, 0))  # ra4 = chunks
     prog.label("chunk")
-    prog.emit(mov_from_a(W_NOP, R_MUTEX))
-    prog.emit(mov_from_b(W_VPM_SETUP, 2))  # load into the first VPM row
-    prog.emit(mov_from_a(W_DMA_ADDR, 1))  # input chunk
-    prog.emit(mov_from_a(W_NOP, R_VDR_WAIT))
-    prog.emit(mov_from_b(W_VPM_SETUP, 3))  # load into the second VPM row
-    prog.emit(mov_from_a(W_DMA_ADDR, 2))  # weight chunk
-    prog.emit(mov_from_a(W_NOP, R_VDR_WAIT))
-    prog.emit(mov_from_b(W_VPM_SETUP, 4))  # VPM read setup, 2 rows
-    prog.emit(mov_from_a(W_R0, R_VPM))
-    prog.emit(mov_from_a(W_R1, R_VPM))
-    prog.emit(mov_from_a(W_MUTEX, R_NOP))
-    prog.emit(mul_op("fmul", W_R1, MUX_R0, MUX_R1))
-    prog.emit(add_op("fadd", W_R3, MUX_R3, MUX_R1))
+    prog.emit(mov_from_a(asm.W_NOP, asm.R_MUTEX))
+    prog.emit(mov_from_b(asm.W_VPM_SETUP, 2))  # load into the first VPM row
+    prog.emit(mov_from_a(asm.W_DMA_ADDR, 1))  # input chunk
+    prog.emit(mov_from_a(asm.W_NOP, asm.R_VDR_WAIT))
+    prog.emit(mov_from_b(asm.W_VPM_SETUP, 3))  # load into the second VPM row
+    prog.emit(mov_from_a(asm.W_DMA_ADDR, 2))  # weight chunk
+    prog.emit(mov_from_a(asm.W_NOP, asm.R_VDR_WAIT))
+    prog.emit(mov_from_b(asm.W_VPM_SETUP, 4))  # VPM read setup, 2 rows
+    prog.emit(mov_from_a(asm.W_R0, asm.R_VPM))
+    prog.emit(mov_from_a(asm.W_R1, asm.R_VPM))
+    prog.emit(mov_from_a(asm.W_MUTEX, asm.R_NOP))
+    prog.emit(mul_op("fmul", asm.W_R1, asm.MUX_R0, asm.MUX_R1))
+    prog.emit(add_op("fadd", asm.W_R3, asm.MUX_R3, asm.MUX_R1))
     prog.emit(_inc(1, 7))
     prog.emit(_inc(2, 7))
     prog.emit(_count_down(4))
     _loop_back(prog, "chunk")
-    prog.emit(mov_from_a(W_NOP, R_MUTEX))
-    prog.emit(mov_from_b(W_VPM_SETUP, 5, ws=True))  # VPM write setup
-    prog.emit(mov_from_acc(W_VPM, MUX_R3))
-    prog.emit(mov_from_b(W_VPM_SETUP, 6, ws=True))  # DMA store setup
-    prog.emit(mov_from_a(W_DMA_ADDR, 3, ws=True))  # start the store
-    prog.emit(mov_from_b(W_NOP, R_VDW_WAIT))
-    prog.emit(mov_from_a(W_MUTEX, R_NOP))
+    prog.emit(mov_from_a(asm.W_NOP, asm.R_MUTEX))
+    prog.emit(mov_from_b(asm.W_VPM_SETUP, 5, ws=True))  # VPM write setup
+    prog.emit(mov_from_acc(asm.W_VPM, asm.MUX_R3))
+    prog.emit(mov_from_b(asm.W_VPM_SETUP, 6, ws=True))  # DMA store setup
+    prog.emit(mov_from_a(asm.W_DMA_ADDR, 3, ws=True))  # start the store
+    prog.emit(mov_from_b(asm.W_NOP, asm.R_VDW_WAIT))
+    prog.emit(mov_from_a(asm.W_MUTEX, asm.R_NOP))
     prog.emit(_inc(3, 7))
     prog.emit(_count_down(0))
     _loop_back(prog, "row")

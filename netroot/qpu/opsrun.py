@@ -33,29 +33,6 @@ class QpuError(RuntimeError):
     """The QPU could not run an operator; the message says which step failed and what to do."""
 
 
-def _barrier(qpu: int, num_qpus: int) -> list[int]:
-    # kernels._barrier_and_end: launch index 0 waits for the others, then interrupts the host.
-    return [0, num_qpus - 1] if qpu == 0 else [1, 0]
-
-
-def _vdr(rows: int, vpm_row: int) -> int:
-    return L.vdr_setup(
-        modew=0, mpitch=3, rowlen=16, nrows=rows, vpitch=1, vertical=False, y=vpm_row, x=0
-    )
-
-
-def _vpm_read(vpm_row: int) -> int:
-    return L.vpm_read_setup(num=2, stride=1, horizontal=True, laned=False, size=2, addr=vpm_row)
-
-
-def _vpm_write(vpm_row: int) -> int:
-    return L.vpm_write_setup(stride=1, horizontal=True, laned=False, size=2, addr=vpm_row)
-
-
-def _vdw(vpm_row: int) -> int:
-    return L.vdw_setup(units=1, depth=16, laned=False, horizontal=True, y=vpm_row, x=0, modew=0)
-
-
 def elementwise_uniforms(
     qpu: int, num_qpus: int, vectors: int, pairs_bus: int, out_bus: int
 ) -> list[int]:
@@ -65,14 +42,14 @@ def elementwise_uniforms(
         vectors,
         pairs_bus,
         out_bus,
-        _vdr(2, row),
-        _vpm_read(row),
-        _vpm_write(row),
-        _vdw(row),
+        L.row_vdr(2, row),
+        L.row_vpm_read(row),
+        L.row_vpm_write(row),
+        L.row_vdw(row),
         PAIR_BYTES,
         ROW_BYTES,
         24,
-        *_barrier(qpu, num_qpus),
+        *L.barrier_uniforms(qpu, num_qpus),
     ]
 
 
@@ -87,13 +64,13 @@ def matvec_uniforms(
         in_bus,
         weight_bus,
         out_bus,
-        _vdr(1, row),
-        _vdr(1, row + 1),
-        _vpm_read(row),
-        _vpm_write(row),
-        _vdw(row),
+        L.row_vdr(1, row),
+        L.row_vdr(1, row + 1),
+        L.row_vpm_read(row),
+        L.row_vpm_write(row),
+        L.row_vdw(row),
         ROW_BYTES,
-        *_barrier(qpu, num_qpus),
+        *L.barrier_uniforms(qpu, num_qpus),
     ]
 
 

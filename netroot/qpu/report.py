@@ -51,9 +51,9 @@ class QpuSummary:
 class QpuReport:
     """The whole document."""
 
-    mode: str
-    emulated: bool
-    note: str
+    mode: str  # as asked (netroot.qpu.modes.MODES)
+    emulated: bool  # the kernels ran on netroot's emulator (emulate mode, or a FAKE board)
+    note: str  # program.EMULATED when emulated, else empty
     stages: tuple[QpuStage, ...]
     summary: QpuSummary
 

@@ -110,6 +110,20 @@ class Machine:
         return self.arch.memory_mib(self.gpu_mem)
 
 
+def kernel_pairs(kernel: Path, initrd: Path, cmdline: str) -> list[tuple[str, str]]:
+    """A machine that boots its kernel and initramfs directly (no firmware), with `cmdline`."""
+    return [("-kernel", str(kernel)), ("-initrd", str(initrd)), ("-append", cmdline)]
+
+
+def disk_pairs(
+    drive: str, file: Path, fmt: str, mode: str, serial: str = ""
+) -> list[tuple[str, str]]:
+    """One virtio disk named `drive`: `mode` is `discard=unmap` or `readonly=on`; `serial`, when
+    the guest finds the disk by one."""
+    device = f"virtio-blk-pci,drive={drive}" + (f",serial={serial}" if serial else "")
+    return [("-drive", f"if=none,id={drive},file={file},format={fmt},{mode}"), ("-device", device)]
+
+
 def lan_pairs(tap: str, mac: str, nic: str = "virtio-net-pci") -> list[tuple[str, str]]:
     """The machine's one NIC on its lab tap (the lab made the tap: no up/down scripts); `romfile=`
     empty, or QEMU looks for a network boot ROM (efi-virtio.rom) the machines do not use."""
@@ -129,14 +143,10 @@ def qemu_argv(board: BoardPlan, files: BoardFiles, machine: Machine) -> list[str
     """
     pairs = [
         *machine_pairs(board.name, "virt", machine.arch.cpu, machine.memory_mib()),
-        ("-kernel", str(machine.kernel)),
-        ("-initrd", str(machine.initrd)),
-        ("-append", kernel_cmdline(board)),
-        ("-drive", f"if=none,id=sd,file={files.disk},format=qcow2,discard=unmap"),
-        ("-device", "virtio-blk-pci,drive=sd"),
+        *kernel_pairs(machine.kernel, machine.initrd, kernel_cmdline(board)),
+        *disk_pairs("sd", files.disk, "qcow2", "discard=unmap"),
         # Read-only, so savevm leaves it alone (raw cannot hold snapshots).
-        ("-drive", f"if=none,id=seed,file={files.seed},format=raw,readonly=on"),
-        ("-device", "virtio-blk-pci,drive=seed"),
+        *disk_pairs("seed", files.seed, "raw", "readonly=on"),
         *lan_pairs(board.tap, board.mac),
         *io_pairs(files),
     ]

@@ -129,15 +129,10 @@ def qemu_argv(files: ServerFiles, art: Artifacts, srv: ServerPlan = NFS_01) -> l
     """
     pairs = [
         *boards.machine_pairs(srv.name, "q35", "qemu64", MEMORY_MIB, boards.SERVER_TB_MIB),
-        ("-kernel", str(art.kernel)),
-        ("-initrd", str(art.initrd)),
-        ("-append", kernel_cmdline(srv)),
-        ("-drive", f"if=none,id=root,file={files.disk},format=qcow2,discard=unmap"),
-        ("-device", "virtio-blk-pci,drive=root,serial=netroot-root"),
-        ("-drive", f"if=none,id=seed,file={files.seed},format=raw,readonly=on"),
-        ("-device", "virtio-blk-pci,drive=seed,serial=netroot-seed"),
-        ("-drive", f"if=none,id=export,file={files.export_disk},format=raw,discard=unmap"),
-        ("-device", "virtio-blk-pci,drive=export,serial=netroot-export"),
+        *boards.kernel_pairs(art.kernel, art.initrd, kernel_cmdline(srv)),
+        *boards.disk_pairs("root", files.disk, "qcow2", "discard=unmap", "netroot-root"),
+        *boards.disk_pairs("seed", files.seed, "raw", "readonly=on", "netroot-seed"),
+        *boards.disk_pairs("export", files.export_disk, "raw", "discard=unmap", "netroot-export"),
         *boards.lan_pairs(srv.tap, srv.mac),
         *boards.io_pairs(files),
     ]
