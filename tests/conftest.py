@@ -1,21 +1,32 @@
-"""Two lanes for `pytest -n 2 --dist loadgroup` (.ci/test): the virtual lab's tests in one worker,
-in their order (one lab per machine, shared by every e2e test), everything else in the other.
+"""Two lanes for `pytest -n 2` (.ci/test): the virtual lab's tests in one worker, in their order
+(one lab per machine, shared by every e2e test), everything else in the other.
 
 The lab's ARM boards are CPU-bound under emulation but seldom all busy at once (a canary, a
 reboot, a smoke: one board at a time), so the unit and integration tests run beside them
-instead of before them. Without xdist the marks are inert and the tests run one after another.
+instead of before them. The lanes are xdist's scope scheduling with two scopes, by path (not
+`xdist_group` marks: pytest 9.2 ignores the node-id suffix xdist 3.8 gives marked tests).
+Without `-n` the tests run one after another, as always.
 """
 
 from __future__ import annotations
 
 import pytest
 
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:  # xdist not installed: no lanes, nothing to schedule
+    LoadScopeScheduling = None
+
 LAB = "lab"
 HOST = "host"
 
+if LoadScopeScheduling is not None:
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks into the node ids
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        lane = LAB if item.nodeid.startswith("tests/e2e/") else HOST
-        item.add_marker(pytest.mark.xdist_group(lane))
+    class Lanes(LoadScopeScheduling):  # type: ignore[misc]
+        """Every e2e test one unit of work (one worker, in collection order), the rest another."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return LAB if nodeid.startswith("tests/e2e/") else HOST
+
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> Lanes:
+        return Lanes(config, log)
