@@ -1,8 +1,8 @@
-#!/usr/bin/env python3
 """Validate an /etc/exports or ganesha.conf before it is applied (pure, stdlib only).
 
-The server role copies this file to the NFS server and runs it as the `validate` step of the
-task that writes the file: Ansible writes the candidate to a temporary file, runs
+The server role installs it on the NFS server as `netroot-nfs-check` (one file, made by
+netroot.bundle.server_program) and runs that as the `validate` step of the task that writes the
+file: Ansible writes the candidate to a temporary file, runs
 `netroot-nfs-check exports|ganesha FILE`, and only moves it into place when it exits 0, so a bad
 file is never applied and the server keeps serving what it served. netroot's dry run imports
 the same functions.
@@ -279,17 +279,23 @@ def _check_managed_export(block: _Block) -> list[Problem]:
 
 
 def main(argv: list[str]) -> int:
-    """`netroot-nfs-check exports|ganesha FILE`: print problems, exit 1 if any."""
-    if len(argv) != 3 or argv[1] not in ("exports", "ganesha"):
+    """`netroot-nfs-check exports|ganesha FILE` (argv: the arguments after the program name):
+    print problems, exit 1 if any; 2 for a wrong call or a file it cannot read."""
+    if len(argv) != 2 or argv[0] not in ("exports", "ganesha"):
         print("usage: netroot-nfs-check exports|ganesha FILE", file=sys.stderr)
         return 2
-    with open(argv[2], encoding="utf-8") as f:
-        text = f.read()
-    problems = check_exports(text) if argv[1] == "exports" else check_ganesha(text)
+    kind, name = argv
+    try:
+        with open(name, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"netroot-nfs-check: cannot read {name}: {exc}", file=sys.stderr)
+        return 2
+    problems = check_exports(text) if kind == "exports" else check_ganesha(text)
     for problem in problems:
-        print(f"{argv[2]}: {problem}", file=sys.stderr)
+        print(f"{name}: {problem}", file=sys.stderr)
     return 1 if problems else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv[1:]))

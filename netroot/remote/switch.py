@@ -1,8 +1,10 @@
 """Point netboot boards' TFTP directories at their versions, on the NFS server (the server side).
 
-The board role runs it on the server (delegated) for each board it switches:
+The server role installs it as `<netroot_nfs_server_lib_dir>/netroot-tftp`, one file with the
+modules it imports (netroot.bundle.server_program), and the board role runs that on the server
+(delegated) for each board it switches:
 
-    PYTHONPATH=<lib> python3 -m netroot.remote.switch [--check] < request.json
+    python3 -I <lib>/netroot-tftp --check|--apply < request.json
 
 with the request `{"root": TFTP_ROOT, "boards": [{"board", "serial", "version", "cmdline",
 "version_root", optionally "mac"}]}`. It scans each version's boot files, plans the tree
@@ -10,7 +12,8 @@ with the request `{"root": TFTP_ROOT, "boards": [{"board", "serial", "version", 
 switches several boards of a batch at once, each in its own process), printing one
 `changed: ...` line per change. With --check it prints what it would change and writes
 nothing. A refusal is one line on stderr, exit 1. The server has the netroot modules this
-imports, not netroot itself: standard library and netroot.errors/fsutil/netboot.tree/uboot only.
+imports (carried in that file), not netroot itself: standard library and
+netroot.errors/fsutil/remote.tree/uboot only.
 """
 
 from __future__ import annotations

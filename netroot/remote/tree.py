@@ -19,8 +19,8 @@ MAC) with the same cmdline,
 and the root gets U-Boot's `boot.scr.uimg`; a Pi firmware version needs neither.
 
 Planning (`scan_version`, `plan_tree`, `pending`) only reads; `apply_tree` writes. Standard
-library and netroot.errors/fsutil only: the server role ships these modules to the NFS server,
-where netroot.remote.switch runs them (the tree lives there).
+library and netroot.errors/fsutil only: the server role ships these modules to the NFS server
+(in netroot-tftp), where netroot.remote.switch runs them (the tree lives there).
 """
 
 from __future__ import annotations

@@ -59,6 +59,7 @@ def test_command_line(tmp_path: Path) -> None:
     good, bad = tmp_path / "good", tmp_path / "bad"
     good.write_text(GANESHA_OK)
     bad.write_text("EXPORT {")
-    assert main(["x", "ganesha", str(good)]) == 0
-    assert main(["x", "ganesha", str(bad)]) == 1
-    assert main(["x", "nope", str(good)]) == 2
+    assert main(["ganesha", str(good)]) == 0
+    assert main(["ganesha", str(bad)]) == 1
+    assert main(["nope", str(good)]) == 2
+    assert main(["ganesha", str(tmp_path / "missing")]) == 2

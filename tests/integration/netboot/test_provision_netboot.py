@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
+from netroot import bundle
 from netroot.errors import Exit
 from netroot.inventory import load
 from netroot.provision.service import ProvisionResult, provision
@@ -101,6 +102,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         _version(root, B)
         _version(root, A)  # current -> A
         (tmp / "bin").mkdir()
+        # What an older netroot installed there (the tool as a tree of modules): removed.
+        (tmp / "lib" / "netroot" / "remote").mkdir(parents=True)
+        (tmp / "lib" / "netroot" / "remote" / "switch.py").write_text("raise SystemExit(3)\n")
         (tmp / "cmdline").write_text("root=/dev/mmcblk0p2 rootwait\n")  # never netbooted
         (tmp / "boot_id").write_text("first boot\n")
         reboot = tmp / "fake-reboot"
@@ -176,6 +180,11 @@ def test_first_provision_starts_dnsmasq_and_boots_the_board_on_current(lab: Lab)
     assert got[f"{SERIAL}/start.elf"] == (firmware / "start.elf").read_bytes()
     assert got[f"{SERIAL}/cmdline.txt"].decode().strip() == lab.booted().strip()
     assert "systemd.hostname=pi-nb" in lab.booted()
+    # The TFTP tool the board play ran there: the one file netroot.bundle makes, nothing else.
+    assert [p.name for p in (lab.tmp / "lib").iterdir()] == ["netroot-tftp"]
+    tool = lab.tmp / "lib" / "netroot-tftp"
+    assert tool.read_text() == bundle.server_program("netroot.remote.switch")
+    assert tool.stat().st_mode & 0o777 == 0o755
 
 
 def test_the_roles_dnsmasq_answers_the_boards_rom(lab: Lab) -> None:

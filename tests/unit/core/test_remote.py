@@ -1,12 +1,15 @@
 """Code that runs away from the control host imports only the standard library and its own
 package: the NFS server and the boards have Python, not netroot's dependencies.
 
-Every import counts, lazy ones inside functions too.
+Every import counts, lazy ones inside functions too. The server role's two programs are
+committed files: here too the proof that they are what netroot.bundle makes today
+(NETROOT_UPDATE_GOLDEN=1 rewrites them) and that they run in a bare python3.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import shutil
 import subprocess
 import sys
@@ -18,20 +21,20 @@ from netroot import bundle
 
 PYTHON = shutil.which("python3", path="/usr/bin:/bin") or "python3"
 PACKAGE = Path(__file__).resolve().parents[3] / "netroot"
-# The role's files (tree, switch, uboot in files/netroot-lib, nfs_check): stdlib-only and
-# netroot.errors/fsutil, shipped beside them.
+ROLE_FILES = PACKAGE.parent / "playbooks/roles/netroot_nfs_server/files"
+# netroot.errors and netroot.fsutil: stdlib-only, carried by the server's programs.
 REMOTE_BASE = ("netroot", "netroot.errors", "netroot.fsutil")
 REMOTE = sorted(p for p in (PACKAGE / "remote").glob("*.py"))
-# Everything netroot.bundle sends at run time: the server's helpers and the QPU programs.
+QPU_PROGRAMS = ("qpu", "torch script")
+# Every program netroot.bundle makes: the server's (sent at run time or installed by the role)
+# and the QPU programs.
 SENT = {
-    "helpers": bundle.HELPER_MODULES,
+    **{m.rpartition(".")[2]: names for m, names in bundle.SERVER_PROGRAMS.items()},
     "qpu": bundle.qpu((*bundle.CORE_MODULES, *bundle.EMULATE_MODULES, *bundle.TORCH_MODULES)),
     "torch script": bundle.qpu(
         (*bundle.SCRIPT_MODULES, *bundle.EMULATE_MODULES, *bundle.TORCH_MODULES)
     ),
 }
-# In the role's library (the rest of netroot/remote is sent at run time, or is the checker).
-ROLE_LIB = {"tree.py", "switch.py", "uboot.py", "__init__.py"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -76,7 +79,7 @@ def test_what_is_sent_imports_stdlib_and_what_is_sent_before_it_only(
     (the loader registers them in order), nothing else, lazy imports included."""
     names = SENT[program]
     before = names[: names.index(name)]
-    if program != "helpers":  # a QPU program: the torch modules load last, from S12/S13
+    if program in QPU_PROGRAMS:  # the torch modules load last, from S12/S13
         before = (bundle.LOADER, *names)
     # torch: the one import beyond, made only once S12 has seen `import torch` work
     torch = {"torch"} if name in bundle.qpu(bundle.TORCH_MODULES) else set()
@@ -85,7 +88,7 @@ def test_what_is_sent_imports_stdlib_and_what_is_sent_before_it_only(
 
 @pytest.mark.parametrize("program", SENT)
 def test_each_program_runs_with_the_system_python_alone(program: str, tmp_path: Path) -> None:
-    """Loaded by the loader in a python3 -I with nothing of netroot on its path."""
+    """Loaded by the loader in a python3 -I -S: nothing of netroot, no site-packages."""
     names = [
         bundle.LOADER,
         *(n for n in SENT[program] if n not in bundle.qpu(bundle.TORCH_MODULES)),
@@ -93,7 +96,7 @@ def test_each_program_runs_with_the_system_python_alone(program: str, tmp_path: 
     probe = "import sys\nprint(' '.join(sorted(n for n in sys.modules if '.' in n)))"
     text = bundle.program("probe", names, probe)
     done = subprocess.run(
-        [PYTHON, "-I", "-"], input=text, capture_output=True, text=True, cwd=tmp_path,
+        [PYTHON, "-I", "-S", "-"], input=text, capture_output=True, text=True, cwd=tmp_path,
         timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -112,12 +115,55 @@ def test_the_rule_sees_a_foreign_import(tmp_path: Path) -> None:
     assert _foreign(probe, ("netroot.remote",)) == ["<relative>"]
 
 
-def test_every_server_side_module_is_shipped_one_way() -> None:
-    lib = PACKAGE.parent / "playbooks/roles/netroot_nfs_server/files"
-    in_role = {p.name for p in (lib / "netroot-lib/netroot/remote").glob("*.py")}
-    assert in_role == ROLE_LIB
-    sent = {bundle.path(n).name for n in (*bundle.HELPER_MODULES, bundle.LOADER)}
-    sent = {n for n in sent if (PACKAGE / "remote" / n).is_file()}
-    assert in_role | {"nfs_check.py"} | sent == {p.name for p in REMOTE}
-    assert not in_role & sent
-    assert (lib / "netroot-nfs-check").resolve() == PACKAGE / "remote" / "nfs_check.py"
+def test_every_server_side_module_is_in_a_server_program() -> None:
+    """netroot/remote/ holds what runs on the server and nothing else: each module is carried
+    by a program of netroot.bundle.SERVER_PROGRAMS (or is the loader, or the package's
+    docstring), and the server role ships nothing but the programs bundle.py makes."""
+    carried = {n for names in bundle.SERVER_PROGRAMS.values() for n in names}
+    in_remote = {bundle.path(n).name for n in carried if n.startswith("netroot.remote.")}
+    assert in_remote | {"loader.py", "__init__.py"} == {p.name for p in REMOTE}
+    assert all(m in names for m, names in bundle.SERVER_PROGRAMS.items())
+    assert sorted(p.name for p in ROLE_FILES.iterdir()) == sorted(bundle.ROLE_PROGRAMS)
+    assert [p for p in ROLE_FILES.iterdir() if p.is_symlink() or not p.is_file()] == []
+
+
+@pytest.mark.parametrize("name", sorted(bundle.ROLE_PROGRAMS))
+def test_the_role_ships_the_program_bundle_makes_today(name: str) -> None:
+    """The role's copy is server_program's text byte for byte (what the ssh transport sends
+    for a helper). After a change to a module it carries, rewrite it with
+    `NETROOT_UPDATE_GOLDEN=1 .venv/bin/pytest tests/unit/core/test_remote.py` and commit it."""
+    text = bundle.server_program(bundle.ROLE_PROGRAMS[name])
+    shipped = ROLE_FILES / name
+    if os.environ.get("NETROOT_UPDATE_GOLDEN"):
+        shipped.write_text(text)
+        shipped.chmod(0o755)
+    assert shipped.read_text() == text, f"{shipped} is not today's: regenerate it (see above)"
+
+
+def _run_role_program(name: str, args: list[str], stdin: str, cwd: Path) -> tuple[int, str]:
+    # -I -S: no PYTHON* variables, no site-packages (where netroot is installed), no script or
+    # current directory on the path; from an empty directory: the standard library alone.
+    done = subprocess.run(
+        [PYTHON, "-I", "-S", str(ROLE_FILES / name), *args], input=stdin, capture_output=True,
+        text=True, cwd=cwd, timeout=120, check=False,
+    )  # fmt: skip
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_the_role_programs_run_with_the_standard_library_alone(tmp_path: Path) -> None:
+    """Each committed file runs in a bare python3 and does its work (the TFTP tool's full run,
+    a tree applied, is in tests/unit/netboot/test_switch.py)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    exports = tmp_path / "exports"
+    exports.write_text("/srv/netroot/a 10.0.0.1(ro)\n/srv/netroot/b *(rw)\n")
+    rc, out = _run_role_program("netroot-nfs-check", ["exports", str(exports)], "", empty)
+    assert rc == 0, out
+    exports.write_text("/srv/netroot/a 10.0.0.1(ro\n")
+    rc, out = _run_role_program("netroot-nfs-check", ["exports", str(exports)], "", empty)
+    assert rc == 1 and out.startswith(f"{exports}: line 1"), out
+    rc, out = _run_role_program("netroot-tftp", ["--check"], "[]", empty)
+    assert (rc, out.count("\n")) == (1, 1) and out.startswith(
+        "netroot-tftp: request: expected {'root'"
+    )
+    assert list(empty.iterdir()) == []

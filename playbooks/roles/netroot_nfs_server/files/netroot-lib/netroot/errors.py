@@ -1,1 +1,0 @@
-../../../../../../netroot/errors.py

@@ -1,1 +1,0 @@
-../../../../../../../netroot/remote/__init__.py

@@ -1,1 +1,0 @@
-../../../../../../../netroot/remote/tree.py
