@@ -9,9 +9,10 @@ first makes every board a board that was never provisioned as far as the cost go
 config.txt put back as Bookworm ships it (so the provision must change it and reboot) and its
 version unmounted (netroot-mount stopped), then `netroot provision boards`:
   before  the same command from a `git worktree` of `--base` (its netroot and its playbooks:
-          ansible.builtin.reboot, the version mounted first and again by the reboot);
-  after   this tree (netroot.board.reboot: no setup module, a probe a second; the boot config
-          first, the version mounted once, by the reboot).
+          the version mounted first and again by the reboot; `systemctl reboot` looked up on
+          the board with Ansible's find module);
+  after   this tree (the boot config first, the version mounted once, by the reboot; the
+          reboot command an absolute path).
 Reported per side: the whole command's seconds and each board's "Reboot for the new boot
 config" task seconds (from the run's own Ansible events); medians and after/before ratios.
 Prints JSON.

@@ -27,8 +27,6 @@ from netroot.errors import EnvironmentMissing
 from netroot.paths import project_file, state_dir
 
 KEEP_RUNS = 10
-# Where Ansible looks for collections by default; the repository's own (netroot.board) go first.
-COLLECTIONS_DEFAULT = ("~/.ansible/collections", "/usr/share/ansible/collections")
 EventHandler = Callable[[Mapping[str, Any]], None]
 
 
@@ -181,9 +179,6 @@ def _run(
         envvars={
             "ANSIBLE_CONFIG": str(playbooks / "ansible.cfg"),
             "ANSIBLE_ROLES_PATH": str(playbooks / "roles"),
-            "ANSIBLE_COLLECTIONS_PATH": os.pathsep.join(
-                (str(playbooks / "collections"), *COLLECTIONS_DEFAULT)
-            ),
             "ANSIBLE_NOCOLOR": "1",
             # ansible-runner turns host key checking off unless told otherwise; netroot never
             # auto-accepts a host key (the inventory's known_hosts is the authority).
