@@ -13,6 +13,9 @@ class BootMode(ABC):
     board_templates: tuple[str, ...] = ()
     # The NFS server serves its boot files (dnsmasq proxy-DHCP + TFTP).
     served_over_tftp: bool = False
+    # The board keeps a boot config of its own (config.txt on its card) that netroot sets up
+    # once, with a reboot: a rollout does that first, at once, for boards that run no version.
+    prepared_before_rollout: bool = False
     # The smoke's first command on the board: rc 0 when the board's version can be entered.
     version_probe: str = "true"
 

@@ -25,6 +25,7 @@ class SdBoot(BootMode):
         "_board_boot_config.sh.j2",
     )
     version_probe = f"test -x {CHROOT}"
+    prepared_before_rollout = True
 
     def exec_in_version(self, argv: str) -> str:
         return f"{CHROOT} {argv}"

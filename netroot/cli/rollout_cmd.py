@@ -82,7 +82,8 @@ def _plan_table(app: AppContext, plan: Any, name: str, pinned: list[str]) -> Non
         f"plan: {name} -> {plan.to_version} "
         f"(failures tolerated over the whole rollout: {plan.max_failures})",
         ["batch", "board", "from", "to"],
-        [
+        [["prepare", b, "-", "(boot config and its reboot first)"] for w in plan.prepare for b in w]
+        + [
             ["canary" if plan.canary and i == 0 else str(i), s.board, s.from_version or "-",
              s.to_version]
             for i, b in enumerate(plan.batches)

@@ -44,6 +44,13 @@ class PastDownServers:
         result: dict[str, Result] = self.inner.smoke(boards, versions)
         return result
 
+    def prepare(self, boards: Sequence[str]) -> dict[str, Result]:
+        out = on_down_servers(self.inventory, self.down, boards)
+        rest = [b for b in boards if b not in out]
+        if rest:
+            out.update(self.inner.prepare(rest))
+        return out
+
 
 @dataclass
 class AnsibleFleet:
@@ -85,14 +92,24 @@ class AnsibleFleet:
     def _server_down(self, boards: Mapping[str, str]) -> dict[str, Result]:
         return on_down_servers(self.inventory, self.down, boards)
 
-    def _run(self, versions: dict[str, str]) -> dict[str, Result]:
+    def prepare(self, boards: Sequence[str]) -> dict[str, Result]:
+        """The boot config only (the board role's netroot_board_prepare_only), one run."""
+        out = self._server_down(dict.fromkeys(boards, ""))
+        rest = [b for b in boards if b not in out]
+        if rest:
+            out.update(self._run(dict.fromkeys(rest, ""), prepare=True))
+        return out
+
+    def _run(self, versions: dict[str, str], prepare: bool = False) -> dict[str, Result]:
+        """One provision run: each board switched to its version (prepare: none, "")."""
         from netroot.provision.service import provision
 
         servers = {self.inventory.boards[b].server for b in versions}
         result = provision(
             self.inventory,
             list(versions),
-            versions=versions,
+            versions=None if prepare else versions,
+            extra_vars={"netroot_board_prepare_only": True} if prepare else None,
             runner=self.runner,
             server_configured=servers <= self.configured,
             become_checked=self.become_checked,
@@ -117,7 +134,7 @@ class AnsibleFleet:
             elif state == Outcome.FAILED or stats is None:
                 # Also a run Ansible aborted before this host's result (#76915): a failure.
                 out[board] = (Outcome.FAILED, messages.get(board, f"ansible rc {result.rc}"))
-            elif result.mounted.get(board) not in (None, version):
+            elif not prepare and result.mounted.get(board) not in (None, version):
                 out[board] = (Outcome.FAILED, f"mounted {result.mounted[board]}, wanted {version}")
             else:
                 out[board] = (Outcome.OK, "")

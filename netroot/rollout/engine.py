@@ -27,6 +27,9 @@ class Fleet(Protocol):
     def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Result]:
         """Smoke each board against the version it should run."""
 
+    def prepare(self, boards: Sequence[str]) -> dict[str, Result]:
+        """Set up each board's boot config (a reboot when it changes), no version (one run)."""
+
 
 @dataclass
 class BoardResult:
@@ -82,6 +85,19 @@ def _switch_batch(
     return to_smoke
 
 
+def _prepare(plan: Plan, fleet: Fleet, log: Callable[[str], None]) -> None:
+    """The plan's fresh boards get their boot config before the canary, wave by wave.
+
+    Nothing is decided here: a board that could not be prepared is set up by its own batch's
+    switch (the first provision, reboot included), which counts against the budget as always.
+    """
+    for wave in plan.prepare:
+        log(f"prepare: {', '.join(wave)} (boot config and its reboot; no version yet)")
+        for board, (status, message) in fleet.prepare(wave).items():
+            if status != Outcome.OK:
+                log(f"{board}: not prepared ({status.value}: {message}); its batch sets it up")
+
+
 def run_rollout(
     plan: Plan,
     state: State,
@@ -96,6 +112,7 @@ def run_rollout(
     result = RolloutResult()
     failed = 0
     try:
+        _prepare(plan, fleet, log)
         for index, batch in enumerate(plan.batches):
             label = "canary" if plan.canary and index == 0 else f"batch {index}"
             boards = [s.board for s in batch]

@@ -49,6 +49,9 @@ class Plan:
     max_failures: int  # failures tolerated; one more stops the rollout
     stagger: float  # seconds between boards' remounts inside a batch
     unchanged: tuple[str, ...] = field(default=())  # boards already on to_version
+    # Boards that run no version yet, prepared before the canary (boot config, one reboot,
+    # no version) in waves paced like batches, so that their batches switch without a reboot.
+    prepare: tuple[tuple[str, ...], ...] = field(default=())
 
     @property
     def boards(self) -> list[str]:
@@ -61,6 +64,7 @@ class Plan:
             "max_failures": self.max_failures,
             "stagger": self.stagger,
             "unchanged": list(self.unchanged),
+            "prepare": [list(wave) for wave in self.prepare],
             "batches": [
                 [{"board": s.board, "from": s.from_version, "to": s.to_version} for s in b]
                 for b in self.batches
@@ -104,11 +108,16 @@ def make_plan(
     max_fail: Count = Count(0, False),
     stagger: float = 0.0,
     pacing: Pacing | None = None,
+    fresh: Collection[str] = (),
 ) -> Plan:
     """Split the boards that need the new version into a canary batch then batches.
 
     pacing: no batch holds more boards of one NFS server than that server's cap (a boot storm
     or a reboot wave is paced per server); boards left out move to the next batch.
+    fresh: boards that run no version yet and whose boot config netroot sets up with a reboot.
+    With more than one batch they are prepared first, at once (waves paced the same way): the
+    lab then waits for one round of reboots, not one per batch. The canary still proves the
+    version before any other board gets it: a prepared board runs no version until its batch.
     """
     if canary < 0:
         raise UsageError(f"--canary {canary}: expected 0 or more")
@@ -125,6 +134,8 @@ def make_plan(
     rest = steps[n_canary:]
     size = batch.of(len(rest), at_least=1) if rest else 1
     batches.extend(pace.split(rest, size))
+    ready = [s for s in steps if s.board in fresh and s.from_version is None]
+    prepare = [tuple(s.board for s in w) for w in pace.split(ready, len(ready))]
     return Plan(
         to_version=to_version,
         batches=tuple(batches),
@@ -132,6 +143,7 @@ def make_plan(
         max_failures=max_fail.of(len(steps)),
         stagger=stagger,
         unchanged=unchanged,
+        prepare=tuple(prepare) if len(batches) > 1 else (),
     )
 
 
@@ -178,4 +190,5 @@ def defer(plan: Plan, boards: Collection[str]) -> Plan:
                     b.remove(taken)
     batches = (*(tuple(b) for b in kept if b), later)
     canary = min(plan.canary, len(kept[0])) if kept and kept[0] else 0
-    return replace(plan, batches=batches, canary=canary)
+    prepare = tuple(w for w in (tuple(b for b in w if b not in boards) for w in plan.prepare) if w)
+    return replace(plan, batches=batches, canary=canary, prepare=prepare)

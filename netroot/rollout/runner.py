@@ -78,8 +78,16 @@ def plan_rollout(
             log(f"{board}: unreachable")
     sources = service.plan_sources(state, observed, version)
     names = [b.name for b in boards]
+    # Reachable boards running no version whose boot config netroot sets up (a stock sd board).
+    fresh = [
+        b.name
+        for b in boards
+        if b.mode.prepared_before_rollout
+        and (facts := observed.get(b.name)) is not None
+        and not facts.mounted
+    ]
     plan = make_plan(
-        names, sources, version, canary, batch, max_fail, stagger, pacing_for(fleet, boards)
+        names, sources, version, canary, batch, max_fail, stagger, pacing_for(fleet, boards), fresh
     )
     return PlannedRollout(plan, boards, pinned, observed)
 

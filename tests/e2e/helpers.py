@@ -16,13 +16,14 @@ BASE_IMAGE = "netroot-lab/raspbian:bookworm"
 NETROOT = [sys.executable, "-m", "netroot"]
 
 
-def _env(inventory: Path) -> dict[str, str]:
+def env_for(inventory: Path) -> dict[str, str]:
+    """The environment netroot runs in for a test: the inventory, no colour, wide lines."""
     return {**os.environ, "NETROOT_INVENTORY": str(inventory), "NO_COLOR": "1", "COLUMNS": "200"}
 
 
 def netroot(inventory: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*NETROOT, *args], capture_output=True, text=True, env=_env(inventory), timeout=timeout,
+        [*NETROOT, *args], capture_output=True, text=True, env=env_for(inventory), timeout=timeout,
         check=False,
     )  # fmt: skip
 
@@ -33,7 +34,7 @@ def netroot_while(
     """Run `netroot ARGS` while `during(running)` acts on the lab from a thread (`running()`:
     netroot has not exited yet), as an operator would in the middle of a command."""
     proc = subprocess.Popen(
-        [*NETROOT, *args], env=_env(inventory), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [*NETROOT, *args], env=env_for(inventory), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip
     thread = threading.Thread(target=during, args=(lambda: proc.poll() is None,))

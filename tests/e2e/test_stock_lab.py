@@ -1,5 +1,6 @@
 """A stock Raspberry Pi OS board (issue 13's Show): `pi` with sudo, root refused, armv7l, the
-QPU's boot config managed in /boot/firmware/config.txt with a reboot, and a user without
+QPU's boot config managed in /boot/firmware/config.txt with a reboot, a first rollout that
+prepares its stock boards at once (one round of reboots, before the canary), and a user without
 passwordless sudo stopped by the preflight before anything changes."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from netroot.errors import Exit
 from netroot.fleet.state import load_state
 from netroot.lab.plan import NOSUDO_USER
 from tests.e2e.conftest import LabHandle
-from tests.e2e.helpers import BASE_IMAGE, export, netroot
+from tests.e2e.helpers import BASE_IMAGE, NETROOT, env_for, export, netroot
 
 pytestmark = pytest.mark.e2e
 
@@ -41,14 +42,14 @@ def _desired(lab: LabHandle, current: str) -> str:
     return assigned or current
 
 
-def _boot_id(lab: LabHandle) -> str:
-    return lab.ssh(BOARD, "cat /proc/sys/kernel/random/boot_id").stdout.strip()
+def _boot_id(lab: LabHandle, board: str = BOARD) -> str:
+    return lab.ssh(board, "cat /proc/sys/kernel/random/boot_id").stdout.strip()
 
 
-def _restore_stock_config(lab: LabHandle) -> None:
+def _restore_stock_config(lab: LabHandle, board: str = BOARD) -> None:
     """Put config.txt back as Bookworm ships it (what netroot commented, uncommented)."""
     lab.ssh(
-        BOARD,
+        board,
         f"sed -i -e '/^# BEGIN netroot qpu boot config$/,/^# END netroot qpu boot config$/d' "
         f"-e 's/^#netroot-qpu: //' {CONFIG}",
     )
@@ -97,6 +98,65 @@ def test_provision_manages_config_txt_reboots_and_comes_back_on_its_version(
     assert json.loads(second.stdout)["hosts"][BOARD]["state"] == "ok"
     assert _boot_id(lab) == boot_after
     assert lab.ssh(BOARD, f"cat {CONFIG}").stdout == config
+
+
+def _make_stock(lab: LabHandle, board: str) -> None:
+    """Take netroot off a board again: no version, no netroot-mount, config.txt as shipped."""
+    lab.ssh(
+        board,
+        "/usr/local/sbin/netroot-mount --umount; systemctl disable --quiet netroot-mount.service; "
+        "rm -f /etc/systemd/system/netroot-mount.service /usr/local/sbin/netroot-mount "
+        "/usr/local/sbin/netroot-chroot /etc/netroot/assigned /run/netroot/mounted; "
+        "systemctl daemon-reload",
+    )
+    _restore_stock_config(lab, board)
+
+
+def test_first_rollout_prepares_stock_boards_at_once_then_canary(
+    stock: tuple[LabHandle, str], tmp_path: Path
+) -> None:
+    """Two stock boards, canary then the other: both get their boot config and reboot in one
+    round before the canary; the canary's and the batch's switches reboot nothing, and the
+    other board runs no version until its batch."""
+    lab, version = stock
+    boards = ["pi-02", BOARD]
+    for board in boards:
+        _make_stock(lab, board)
+    before = {b: _boot_id(lab, b) for b in boards}
+    data = yaml.safe_load(lab.inventory.read_text())
+    data["all"]["children"]["boards"]["children"]["fresh"] = {"hosts": dict.fromkeys(boards)}
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(yaml.safe_dump(data))
+    args = ["rollout", BASE_IMAGE, "--name", "raspbian", "--group", "fresh", "--canary", "1"]
+    proc = subprocess.Popen(
+        [*NETROOT, *args, "--batch", "100%", "--yes", "--json"], env=env_for(inventory),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None and proc.stdout is not None
+    at_canary: dict[str, str] = {}
+    other_mounted = "?"
+    err = []
+    for line in proc.stderr:
+        err.append(line)
+        if line.startswith("canary:") and not at_canary:
+            at_canary = {b: _boot_id(lab, b) for b in boards}
+            canary = line.split()[1]
+            other = next(b for b in boards if b != canary)
+            other_mounted = lab.ssh(other, "cat /run/netroot/mounted", check=False).stdout
+    out = proc.stdout.read()
+    assert proc.wait() == 0, "".join(err)[-3000:]
+    stderr = "".join(err)
+    assert "prepare: pi-02, pi-03" in stderr, stderr[-3000:]
+    result = json.loads(out)
+    assert result["plan"]["prepare"] == [boards]
+    assert at_canary, stderr[-3000:]
+    for board in boards:
+        assert at_canary[board] != before[board]  # the prepare round rebooted it
+        assert _boot_id(lab, board) == at_canary[board]  # its batch did not
+        assert lab.ssh(board, "cat /run/netroot/mounted").stdout.strip() == version
+        config = lab.ssh(board, f"cat {CONFIG}").stdout
+        assert config.endswith("\ngpu_mem=128\n# END netroot qpu boot config\n")
+    assert other_mounted.strip() == ""  # prepared, but no version before its batch
 
 
 def _nosudo_inventory(lab: LabHandle, tmp: Path) -> Path:

@@ -73,6 +73,13 @@ class FakeBoards:
                 out[b] = (Outcome.OK, "")
         return out
 
+    def prepare(self, boards: Sequence[str]) -> dict[str, Result]:
+        self.calls.append(("prepare", tuple(boards)))
+        out: dict[str, Result] = {}
+        for b in boards:
+            out[b] = (Outcome.UNREACHABLE, "timed out") if b in self.down else (Outcome.OK, "")
+        return out
+
     def observe(self, boards: list[Board]) -> dict[str, BoardFacts | None]:
         return {
             b.name: None

@@ -138,3 +138,24 @@ def test_rollback_switches_then_smokes(tmp_path: Path) -> None:
         ("pi-04", Outcome.UNREACHABLE, "new"),
     ]
     assert load_state(tmp_path).boards["pi-01"].assigned == "old"
+
+
+def test_fresh_boards_prepared_before_the_canary_and_a_failed_one_left_to_its_batch(
+    tmp_path: Path,
+) -> None:
+    """Preparing decides nothing: a board it could not reach is switched (and judged) in its
+    own batch, against the budget, like any other."""
+    state = load_state(tmp_path)
+    fleet = FakeBoards(BOARDS, None, down=frozenset({"pi-03"}))
+    plan = make_plan(BOARDS, {}, "new", canary=1, batch=Count(100, True), max_fail=Count(1, False),
+                     fresh=set(BOARDS))  # fmt: skip
+    lines: list[str] = []
+    result = run_rollout(plan, state, fleet, "img:2", log=lines.append)
+    assert fleet.calls[0] == ("prepare", tuple(BOARDS))
+    assert fleet.calls[1] == ("switch", ("pi-01",))
+    assert "pi-03: not prepared (unreachable: timed out); its batch sets it up" in lines
+    assert _outcomes(result) == {
+        "pi-01": Outcome.OK, "pi-02": Outcome.OK, "pi-03": Outcome.UNREACHABLE,
+        "pi-04": Outcome.OK,
+    }  # fmt: skip
+    assert ("switch", ("pi-02", "pi-03", "pi-04")) in fleet.calls

@@ -104,3 +104,28 @@ def test_boards_of_a_down_server_go_last_and_are_never_the_canary() -> None:
     assert defer(plan, set()) is plan
     everyone = defer(plan, set(boards))
     assert everyone.canary == 0 and [len(b) for b in everyone.batches] == [5]
+
+
+def test_fresh_boards_are_prepared_first_in_paced_waves() -> None:
+    from netroot.rollout.plan import Pacing, defer
+
+    boards = ["a", "b", "c", "d", "e"]
+    current = {"a": None, "b": "v1", "c": None, "d": None, "e": "v2"}
+    pacing = Pacing({b: "nfs-01" for b in boards}, {"nfs-01": 2})
+    fresh = {"a", "b", "c", "d", "e"}  # b runs v1 and e is already there: neither is prepared
+    plan = make_plan(boards, current, "v2", canary=1, batch=Count(4, False), pacing=pacing,
+                     fresh=fresh)  # fmt: skip
+    assert plan.prepare == (("a", "c"), ("d",))
+    assert plan.to_dict()["prepare"] == [["a", "c"], ["d"]]
+    assert [[s.board for s in b] for b in plan.batches] == [["a"], ["b", "c"], ["d"]]
+    assert defer(plan, {"c"}).prepare == (("a",), ("d",))
+    assert defer(plan, {"a", "c"}).prepare == (("d",),)
+
+
+def test_one_batch_prepares_nothing() -> None:
+    """With one batch every board reboots in it anyway: a round before it would cost a run."""
+    boards = ["a", "b", "c"]
+    plan = make_plan(boards, {}, "v2", canary=0, batch=Count(100, True), fresh=set(boards))
+    assert len(plan.batches) == 1 and plan.prepare == ()
+    assert make_plan(["a"], {}, "v2", canary=1, fresh={"a"}).prepare == ()
+    assert make_plan(boards, {}, "v2", canary=1, batch=Count(100, True)).prepare == ()

@@ -191,3 +191,16 @@ def test_rerun_with_nothing_left_releases(
     fleet_state.save()
     export_service.switch_current(layout, version_a)
     assert not runner.release_if_green(fleet, planned, "raspbian")
+
+
+def test_plan_prepares_reachable_stock_sd_boards_only(tmp_path: Path) -> None:
+    from netroot.bootmode.netboot import NetBoot
+    from netroot.bootmode.sd import SdBoot
+
+    fleet = _fleet(tmp_path)
+    stock = FakeBoards(BOARDS, None, down=frozenset({"pi-03"}))  # pi-03 unreachable
+    planned = _rollout(fleet, stock, _image(tmp_path, "a"), dry_run=True)
+    assert isinstance(planned, runner.PlannedRollout)
+    assert planned.plan.prepare == (("pi-01", "pi-02"),)
+    # A netboot board keeps its boot config on its server: nothing to prepare on it.
+    assert SdBoot.prepared_before_rollout and not NetBoot.prepared_before_rollout
