@@ -100,6 +100,44 @@ def test_provision_manages_config_txt_reboots_and_comes_back_on_its_version(
     assert lab.ssh(BOARD, f"cat {CONFIG}").stdout == config
 
 
+def _nosudo_inventory(lab: LabHandle, tmp: Path) -> Path:
+    data = yaml.safe_load(lab.inventory.read_text())
+    data["all"]["children"]["boards"]["children"]["lab"]["hosts"][BOARD]["ansible_user"] = (
+        NOSUDO_USER
+    )
+    path = tmp / "inventory.yml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("provision", BOARD),
+        ("smoke", BOARD),
+        ("rollout", BASE_IMAGE, "--name", "raspbian", "--group", BOARD, "--yes"),
+    ],
+    ids=["provision", "smoke", "rollout"],
+)
+def test_user_without_passwordless_sudo_gets_one_line_and_nothing_changes(
+    stock: tuple[LabHandle, str], tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    lab, _ = stock
+    inventory = _nosudo_inventory(lab, tmp_path)
+    boot_id = "/proc/sys/kernel/random/boot_id"
+    watched = f"cat /etc/netroot/assigned /run/netroot/mounted {CONFIG} {boot_id}"
+    before = lab.ssh(BOARD, watched).stdout
+    exports_before = lab.ssh("nfs-01", "cat /etc/ganesha/ganesha.conf").stdout
+    proc = netroot(inventory, *command)
+    assert proc.returncode == Exit.USAGE, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, proc.stderr
+    assert f"{BOARD}: {NOSUDO_USER}@" in errors[0] and "NOPASSWD" in errors[0]
+    assert "Traceback" not in proc.stderr
+    assert lab.ssh(BOARD, watched).stdout == before
+    assert lab.ssh("nfs-01", "cat /etc/ganesha/ganesha.conf").stdout == exports_before
+
+
 def _make_stock(lab: LabHandle, board: str) -> None:
     """Take netroot off a board again: no version, no netroot-mount, config.txt as shipped."""
     lab.ssh(
@@ -115,8 +153,9 @@ def _make_stock(lab: LabHandle, board: str) -> None:
 def test_first_rollout_prepares_stock_boards_at_once_then_canary(
     stock: tuple[LabHandle, str], tmp_path: Path
 ) -> None:
-    """Two stock boards, canary then the other: both get their boot config and reboot in one
-    round before the canary; the canary's and the batch's switches reboot nothing, and the
+    """Two stock boards, canary then the other (last in this module: it leaves both boards on
+    the version, smoked green): both get their boot config and reboot in one round before the
+    canary; the canary's and the batch's switches reboot nothing, and the
     other board runs no version until its batch."""
     lab, version = stock
     boards = ["pi-02", BOARD]
@@ -157,41 +196,3 @@ def test_first_rollout_prepares_stock_boards_at_once_then_canary(
         config = lab.ssh(board, f"cat {CONFIG}").stdout
         assert config.endswith("\ngpu_mem=128\n# END netroot qpu boot config\n")
     assert other_mounted.strip() == ""  # prepared, but no version before its batch
-
-
-def _nosudo_inventory(lab: LabHandle, tmp: Path) -> Path:
-    data = yaml.safe_load(lab.inventory.read_text())
-    data["all"]["children"]["boards"]["children"]["lab"]["hosts"][BOARD]["ansible_user"] = (
-        NOSUDO_USER
-    )
-    path = tmp / "inventory.yml"
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
-@pytest.mark.parametrize(
-    "command",
-    [
-        ("provision", BOARD),
-        ("smoke", BOARD),
-        ("rollout", BASE_IMAGE, "--name", "raspbian", "--group", BOARD, "--yes"),
-    ],
-    ids=["provision", "smoke", "rollout"],
-)
-def test_user_without_passwordless_sudo_gets_one_line_and_nothing_changes(
-    stock: tuple[LabHandle, str], tmp_path: Path, command: tuple[str, ...]
-) -> None:
-    lab, _ = stock
-    inventory = _nosudo_inventory(lab, tmp_path)
-    boot_id = "/proc/sys/kernel/random/boot_id"
-    watched = f"cat /etc/netroot/assigned /run/netroot/mounted {CONFIG} {boot_id}"
-    before = lab.ssh(BOARD, watched).stdout
-    exports_before = lab.ssh("nfs-01", "cat /etc/ganesha/ganesha.conf").stdout
-    proc = netroot(inventory, *command)
-    assert proc.returncode == Exit.USAGE, proc.stderr[-3000:]
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, proc.stderr
-    assert f"{BOARD}: {NOSUDO_USER}@" in errors[0] and "NOPASSWD" in errors[0]
-    assert "Traceback" not in proc.stderr
-    assert lab.ssh(BOARD, watched).stdout == before
-    assert lab.ssh("nfs-01", "cat /etc/ganesha/ganesha.conf").stdout == exports_before
