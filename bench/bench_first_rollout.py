@@ -21,23 +21,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from bench.bench_batch import REPO, _worktree
-from bench.bench_boot import NETROOT, _ssh
+from bench.bench_batch import REPO
+from bench.bench_boot import _ssh
 from bench.bench_reboot import _reboot_task_s
+from bench.scratchlab import IMAGE, paired_rounds, scratch_lab
 
 BASE = "ed21039"
-IMAGE = "netroot-lab/raspbian:bookworm"
 # A stock board again: no netroot on it, nothing mounted, Bookworm's config.txt.
 STOCK = (
     "sudo -n sh -c '/usr/local/sbin/netroot-mount --umount; "
@@ -48,10 +44,6 @@ STOCK = (
     'sed -i -e "/^# BEGIN netroot qpu boot config$/,/^# END netroot qpu boot config$/d" '
     '-e "s/^#netroot-qpu: //" /boot/firmware/config.txt\''
 )
-
-
-def _say(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
 def _reboots(runs: list[Path]) -> list[float]:
@@ -88,31 +80,12 @@ def main() -> None:
     parser.add_argument("--base", default=BASE)
     parser.add_argument("--keep", action="store_true", help="keep the scratch dir (run events)")
     args = parser.parse_args()
-    scratch = Path(tempfile.mkdtemp(prefix="netroot-bench-first-rollout-", dir="/var/tmp"))
-    env = {**os.environ, "NETROOT_HOME": str(scratch), "NO_COLOR": "1"}
-    plain = {k: v for k, v in os.environ.items() if k != "NETROOT_HOME"}
-    subprocess.run([*NETROOT, "lab", "down"], env=plain, capture_output=True, check=False)
-    result: dict[str, Any] = {
-        "boards": args.boards, "cores": os.cpu_count(), "base": args.base, "rounds": []
-    }  # fmt: skip
-    try:
-        up = [*NETROOT, "lab", "up", "--boot", "--boards", str(args.boards)]
-        subprocess.run(up, env=env, check=True, capture_output=True)
-        subprocess.run(
-            [*NETROOT, "export", IMAGE, "--name", "raspbian"], env=env, check=True,
-            capture_output=True,
+    result: dict[str, Any] = {"boards": args.boards, "cores": os.cpu_count(), "base": args.base}
+    with scratch_lab(args.boards, "first-rollout", keep=args.keep) as lab:
+        result["rounds"] = paired_rounds(
+            args.base, args.pairs, f"first rollout of {args.boards} stock boards",
+            lambda path: _round(lab.env, path, lab.addresses, lab.home),
         )  # fmt: skip
-        data = yaml.safe_load((scratch / "lab" / "inventory.yml").read_text())
-        hosts = data["all"]["children"]["boards"]["children"]["lab"]["hosts"]
-        addresses = [str(host["ansible_host"]) for host in hosts.values()]
-        with _worktree(args.base) as old:
-            for i in range(args.pairs):
-                for side, path in (("before", old), ("after", None)):
-                    _say(f"pair {i + 1}: {side}: first rollout of {args.boards} stock boards")
-                    result["rounds"].append({"side": side, **_round(env, path, addresses, scratch)})
-                    _say(f"  {result['rounds'][-1]}")
-    finally:
-        subprocess.run([*NETROOT, "lab", "down"], env=env, capture_output=True, check=False)
     for side in ("before", "after"):
         rounds = [r for r in result["rounds"] if r["side"] == side and r["rc"] == 0]
         if rounds:
@@ -121,8 +94,6 @@ def main() -> None:
     if before and after:
         result["after_over_before"] = round(after / before, 3)
     print(json.dumps(result, indent=2))
-    if not args.keep:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

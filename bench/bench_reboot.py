@@ -23,19 +23,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from bench.bench_batch import REPO, _worktree
-from bench.bench_boot import NETROOT, _ssh
+from bench.bench_batch import REPO
+from bench.bench_boot import _ssh
+from bench.scratchlab import paired_rounds, scratch_lab
 
 BASE = "8e628fb"
 # Bookworm's config.txt again, and nothing mounted: what a first provision finds.
@@ -45,10 +42,6 @@ RESET = (
     " && sudo -n systemctl stop netroot-mount.service"
 )
 TASK = "Reboot for the new boot config"
-
-
-def _say(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
 def _reboot_task_s(run_dir: Path) -> dict[str, float]:
@@ -88,30 +81,12 @@ def main() -> None:
     parser.add_argument("--base", default=BASE)
     parser.add_argument("--keep", action="store_true", help="keep the scratch dir (run events)")
     args = parser.parse_args()
-    scratch = Path(tempfile.mkdtemp(prefix="netroot-bench-reboot-", dir="/var/tmp"))
-    env = {**os.environ, "NETROOT_HOME": str(scratch), "NO_COLOR": "1"}
-    plain = {k: v for k, v in os.environ.items() if k != "NETROOT_HOME"}
-    subprocess.run([*NETROOT, "lab", "down"], env=plain, capture_output=True, check=False)
-    result: dict[str, Any] = {
-        "boards": args.boards, "cores": os.cpu_count(), "base": args.base, "rounds": []
-    }  # fmt: skip
-    try:
-        up = [*NETROOT, "lab", "up", "--boot", "--boards", str(args.boards)]
-        subprocess.run(up, env=env, check=True, capture_output=True)
-        subprocess.run(
-            [*NETROOT, "export", "netroot-lab/raspbian:bookworm", "--name", "raspbian"],
-            env=env, check=True, capture_output=True,
+    result: dict[str, Any] = {"boards": args.boards, "cores": os.cpu_count(), "base": args.base}
+    with scratch_lab(args.boards, "reboot", keep=args.keep) as lab:
+        result["rounds"] = paired_rounds(
+            args.base, args.pairs, "provision boards (config.txt stock, unmounted)",
+            lambda path: _round(lab.env, path, lab.addresses, lab.home),
         )  # fmt: skip
-        data = yaml.safe_load((scratch / "lab" / "inventory.yml").read_text())
-        hosts = data["all"]["children"]["boards"]["children"]["lab"]["hosts"]
-        addresses = [str(host["ansible_host"]) for host in hosts.values()]
-        with _worktree(args.base) as old:
-            for i in range(args.pairs):
-                for side, path in (("before", old), ("after", None)):
-                    _say(f"pair {i + 1}: {side}: provision boards (config.txt stock, unmounted)")
-                    result["rounds"].append({"side": side, **_round(env, path, addresses, scratch)})
-    finally:
-        subprocess.run([*NETROOT, "lab", "down"], env=env, capture_output=True, check=False)
     for side in ("before", "after"):
         rounds = [r for r in result["rounds"] if r["side"] == side and r["rc"] == 0]
         reboots = [s for r in rounds for s in r["reboot_task_s"].values()]
@@ -124,8 +99,6 @@ def main() -> None:
         if before and after:
             result[f"after_over_before_{what}"] = round(after / before, 3)
     print(json.dumps(result, indent=2))
-    if not args.keep:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":
