@@ -30,33 +30,39 @@ reset
 """
 
 _MAGIC = 0x27051956
-_OS_LINUX, _ARCH_ARM, _TYPE_SCRIPT, _COMP_NONE = 5, 2, 6, 0
+_OS_LINUX, _ARCH_ARM, _COMP_NONE = 5, 2, 0
+TYPE_KERNEL, TYPE_SCRIPT = 2, 6  # the image types netroot writes
 _HEADER = struct.Struct(">IIIIIIIBBBB32s")
 
 
-def script_image(text: str = SCRIPT, name: str = "netroot netboot") -> bytes:
-    """`text` as a legacy U-Boot script image, what `mkimage -T script -C none` writes.
+def legacy_image(data: bytes, image_type: int, name: str, load: int = 0, entry: int = 0) -> bytes:
+    """`data` in a legacy U-Boot image (what `mkimage -A arm -O linux -C none` writes).
 
-    The header's time stamp is 0, so the same script is the same bytes (a rerun changes nothing).
+    The header's time stamp is 0, so the same data is the same bytes (a rerun changes nothing).
     """
-    body = text.encode()
-    data = struct.pack(">II", len(body), 0) + body  # multi-file layout: sizes, 0, the files
     header = _HEADER.pack(
         _MAGIC,
         0,
         0,
         len(data),
-        0,
-        0,
+        load,
+        entry,
         zlib.crc32(data),
         _OS_LINUX,
         _ARCH_ARM,
-        _TYPE_SCRIPT,
+        image_type,
         _COMP_NONE,
         name.encode()[:32],
     )
     hcrc = zlib.crc32(header)
     return header[:4] + struct.pack(">I", hcrc) + header[8:] + data
+
+
+def script_image(text: str = SCRIPT, name: str = "netroot netboot") -> bytes:
+    """`text` as a legacy U-Boot script image, what `mkimage -T script -C none` writes."""
+    body = text.encode()
+    data = struct.pack(">II", len(body), 0) + body  # multi-file layout: sizes, 0, the files
+    return legacy_image(data, TYPE_SCRIPT, name)
 
 
 def pxe_config_name(mac: str) -> str:

@@ -66,6 +66,7 @@ def build_artifacts(
     builds.build_all(trees, cache, report)
     ktar = images.rootfs(arch.kernel, cache, report)
     kern = kernel.unpack(ktar, cache / f"kernel-{arch.kernel.arch}-{arch.kernel.key}")
+    kernel.qemu_image(kern)  # what the boards boot: for armhf, the kernel uncompressed
     initrd = kernel.build_initramfs(kern, cache)
     board_tar = images.rootfs(arch.userspace, cache, report)
     base = cache / f"board-disk-{disk.base_key(board_tar, kern, arch.name)}.img"

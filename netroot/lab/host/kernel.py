@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import lzma
 import shutil
+import struct
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +19,7 @@ from netroot.lab.modules import (
     parse_show_depends,
 )
 from netroot.paths import project_file
+from netroot.remote import uboot
 from netroot.run import run
 
 
@@ -63,6 +66,63 @@ def unpack(kernel_tar: Path, dest: Path) -> Kernel:
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)
     return Kernel(dest, done.read_text().strip())
+
+
+_ZIMAGE_MAGIC = 0x016F2818  # at offset 0x24 of an arm32 zImage
+_XZ_MAGIC = b"\xfd7zXZ\x00"
+# Where Debian's armhf decompressor puts the kernel on QEMU's `virt` (RAM at 0x40000000): 2 MiB
+# in, plus TEXT_OFFSET (its memblock log: the kernel's page tables at 0x40203000). Loaded at
+# 0x40008000 instead, the kernel found its vector page overwritten at its first interrupt.
+_ARMHF_LOAD = 0x40208000
+
+
+def uncompressed(zimage: bytes) -> bytes | None:
+    """The kernel an arm32 zImage carries, or None when it is not an XZ-compressed zImage.
+
+    The zImage is a decompressor with the kernel as an XZ stream, followed by the kernel's size
+    (4 bytes, little-endian): the stream is the XZ magic whose data decompresses to exactly that
+    size (the magic's bytes also occur in the decompressor's own code). Costs one XZ decompression
+    of the kernel (about a second for Debian's 5.5 MB armmp-lpae zImage) plus linear scanning.
+    """
+    if len(zimage) < 0x30 or struct.unpack_from("<I", zimage, 0x24)[0] != _ZIMAGE_MAGIC:
+        return None
+    at = zimage.find(_XZ_MAGIC)
+    while at >= 0:
+        dec = lzma.LZMADecompressor(lzma.FORMAT_XZ)
+        try:
+            out = dec.decompress(zimage[at:])
+        except lzma.LZMAError:
+            out = b""
+        rest = dec.unused_data
+        if dec.eof and len(rest) >= 4 and struct.unpack_from("<I", rest)[0] == len(out):
+            return out
+        at = zimage.find(_XZ_MAGIC, at + 1)
+    return None
+
+
+def qemu_image(kernel: Kernel) -> Path:
+    """What QEMU boots for `kernel`: for an arm32 zImage, its kernel uncompressed in a U-Boot
+    legacy image (cached beside it); otherwise (arm64's Image, another compression) the image.
+
+    A zImage decompresses itself over the memory the previous kernel ran from; after a reboot
+    (a reset inside the same QEMU process) TCG still holds translations of that memory, and the
+    decompressor's stores into it take QEMU's self-modifying-code path: a reboot under TCG was
+    seen to stall there for half a minute or more. QEMU writes an uncompressed image into guest
+    memory itself, so nothing is left for the guest to decompress (the kernel is the same).
+    """
+    path = kernel.image.with_name(f"Image-{kernel.version}-{_ARMHF_LOAD:x}.uimg")
+    if path.exists():
+        return path
+    plain = uncompressed(kernel.image.read_bytes())
+    if plain is None:
+        return kernel.image
+    data = uboot.legacy_image(
+        plain, uboot.TYPE_KERNEL, f"Linux-{kernel.version}", _ARMHF_LOAD, _ARMHF_LOAD
+    )
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(data)
+    tmp.rename(path)
+    return path
 
 
 def resolve(kernel: Kernel, modules: tuple[str, ...]) -> Resolution:

@@ -17,7 +17,17 @@ from netroot.lab import (
 )
 from netroot.lab import state, supervise
 from netroot.lab.arch import BoardArch
-from netroot.lab.host import boards, disk, diskless, network, ready, seeds, server, serverhost
+from netroot.lab.host import (
+    boards,
+    disk,
+    diskless,
+    kernel,
+    network,
+    ready,
+    seeds,
+    server,
+    serverhost,
+)
 from netroot.lab.host.artifacts import build_artifacts as build_artifacts  # re-exported
 from netroot.lab.host.artifacts import check_environment as check_environment  # re-exported
 from netroot.lab.host.boards import BoardFiles
@@ -168,7 +178,7 @@ def up(
         for extra in _existing_boards(lab_dir):
             if extra.name not in wanted and boards.stop(BoardFiles(extra.dir(lab_dir))):
                 report(f"stopped {extra.name} (not in a lab of {boards_wanted})")
-        machine = boards.Machine(kern.image, initrd, arch, plan.gpu_mem)
+        machine = boards.Machine(kernel.qemu_image(kern), initrd, arch, plan.gpu_mem)
         for board in plan.boards:
             files = BoardFiles(board.dir(lab_dir))
             if boards.running_pid(files) is not None:
