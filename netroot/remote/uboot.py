@@ -18,9 +18,14 @@ BOOT_SCRIPT = "boot.scr.uimg"  # U-Boot's `boot_script_dhcp`, fetched from the T
 PXE_CONFIG = "pxelinux.cfg/default"
 PXE_BOOTFILE = "pxelinux.0"  # only its directory matters to U-Boot's `pxe`
 
+# kernel_addr_r: where `pxe boot` fetches the kernel. qemu_arm's default (0x40400000) lies under
+# where the lab's kernel image (an uncompressed kernel in a legacy image, netroot.lab.host.kernel)
+# is copied to run, 0x40208000 on; bootm refuses an image it would overwrite. 0x42000000 leaves
+# almost 30 MiB below it for the kernel and 32 MiB above it before the initramfs (ramdisk_addr_r).
 SCRIPT = """\
 echo netroot: asking DHCP for the boot directory of this board
 setenv autoload no
+setenv kernel_addr_r 0x42000000
 dhcp
 pxe get
 pxe boot

@@ -4,8 +4,10 @@ A diskless board's root is the version itself, so the version must bring what a 
 needs: an init (systemd), sshd, sudo and the imaging user `pi` — the boards' tree as
 images/board/customize.sh makes it — plus the modules of the lab's kernel, and in
 /boot/firmware the kernel and initramfs that U-Boot loads from the board's TFTP directory
-(`vmlinuz`, `initrd.img`: netroot.remote.tree serves them). Identity (hostname, machine-id)
-comes from cmdline.txt, the SSH host key and authorized_keys from the lab's seed; none is baked in.
+(`vmlinuz`, `initrd.img`: netroot.remote.tree serves them; `vmlinuz` holds the kernel
+uncompressed in a U-Boot legacy image, which U-Boot's `pxe boot` runs with bootm). Identity
+(hostname, machine-id) comes from cmdline.txt, the SSH host key and authorized_keys from the
+lab's seed; none is baked in.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ Report = Callable[[str], None]
 
 def image_key(board_tar: Path, kern: kernel.Kernel, initrd: Path) -> str:
     """Changes with the board tree, the kernel, the initramfs and the image's own files."""
-    h = hashlib.sha256(f"{board_tar.name} {kern.version} {initrd.name}".encode())
+    booted = kernel.qemu_image(kern).name
+    h = hashlib.sha256(f"{board_tar.name} {kern.version} {booted} {initrd.name}".encode())
     h.update(project_file("images", "board", "customize.sh").read_bytes())
     for f in sorted(project_file("images", "raspbian-netboot").iterdir()):
         h.update(f.name.encode() + f.read_bytes())
@@ -49,7 +52,9 @@ def build(board_tar: Path, kern: kernel.Kernel, cache: Path, report: Report) -> 
             run(["sh", project_file("images", "board", "customize.sh"), work, "armhf"])
             disk.install_modules(kern, work)
             firmware = work / "boot" / "firmware"
-            shutil.copy2(kern.image, firmware / "vmlinuz")
+            # What U-Boot boots: the kernel uncompressed, in a legacy image (bootm), as the
+            # disk boards boot it (netroot.lab.host.kernel.qemu_image says why).
+            shutil.copy2(kernel.qemu_image(kern), firmware / "vmlinuz")
             shutil.copy2(initrd, firmware / "initrd.img")
             partial = tar.with_suffix(".partial")
             run(["tar", "-c", "--numeric-owner", "--xattrs", "-f", partial, "-C", work, "."])

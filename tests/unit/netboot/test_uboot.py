@@ -34,6 +34,14 @@ def test_the_script_runs_pxe_from_the_boards_boot_file() -> None:
     assert "'" not in uboot.SCRIPT  # a quote U-Boot's hush would take for the start of a string
 
 
+def test_the_kernel_is_fetched_clear_of_where_it_runs() -> None:
+    # The lab's kernel image is copied by bootm to 0x40208000 on (22.7 MB for 6.1 armmp-lpae):
+    # fetched at qemu_arm's default 0x40400000 it would overlap, and bootm refuses.
+    lines = uboot.SCRIPT.splitlines()
+    assert lines.index("setenv kernel_addr_r 0x42000000") < lines.index("pxe get")
+    assert 0x40208000 + 28 * 2**20 <= 0x42000000 and 0x42000000 + 32 * 2**20 <= 0x44000000
+
+
 def test_pxe_config_name() -> None:
     assert uboot.pxe_config_name("52:54:00:AA:BB:01") == "pxelinux.cfg/01-52-54-00-aa-bb-01"
     assert uboot.pxe_config_name("") == "pxelinux.cfg/default"
