@@ -73,7 +73,7 @@ _XZ_MAGIC = b"\xfd7zXZ\x00"
 # Where Debian's armhf decompressor puts the kernel on QEMU's `virt` (RAM at 0x40000000): 2 MiB
 # in, plus TEXT_OFFSET (its memblock log: the kernel's page tables at 0x40203000). Loaded at
 # 0x40008000 instead, the kernel found its vector page overwritten at its first interrupt.
-_ARMHF_LOAD = 0x40208000
+ARMHF_LOAD = 0x40208000
 
 
 def uncompressed(zimage: bytes) -> bytes | None:
@@ -110,14 +110,14 @@ def qemu_image(kernel: Kernel) -> Path:
     seen to stall there for half a minute or more. QEMU writes an uncompressed image into guest
     memory itself, so nothing is left for the guest to decompress (the kernel is the same).
     """
-    path = kernel.image.with_name(f"Image-{kernel.version}-{_ARMHF_LOAD:x}.uimg")
+    path = kernel.image.with_name(f"Image-{kernel.version}-{ARMHF_LOAD:x}.uimg")
     if path.exists():
         return path
     plain = uncompressed(kernel.image.read_bytes())
     if plain is None:
         return kernel.image
     data = uboot.legacy_image(
-        plain, uboot.TYPE_KERNEL, f"Linux-{kernel.version}", _ARMHF_LOAD, _ARMHF_LOAD
+        plain, uboot.TYPE_KERNEL, f"Linux-{kernel.version}", ARMHF_LOAD, ARMHF_LOAD
     )
     tmp = path.with_suffix(".tmp")
     tmp.write_bytes(data)
