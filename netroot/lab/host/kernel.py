@@ -76,6 +76,11 @@ _XZ_MAGIC = b"\xfd7zXZ\x00"
 ARMHF_LOAD = 0x40208000
 
 
+def _is_zimage(head: bytes) -> bool:
+    """Whether `head` (at least a file's first 0x30 bytes) starts an arm32 zImage."""
+    return len(head) >= 0x30 and struct.unpack_from("<I", head, 0x24)[0] == _ZIMAGE_MAGIC
+
+
 def uncompressed(zimage: bytes) -> bytes | None:
     """The kernel an arm32 zImage carries, or None when it is not an XZ-compressed zImage.
 
@@ -84,7 +89,7 @@ def uncompressed(zimage: bytes) -> bytes | None:
     size (the magic's bytes also occur in the decompressor's own code). Costs one XZ decompression
     of the kernel (about a second for Debian's 5.5 MB armmp-lpae zImage) plus linear scanning.
     """
-    if len(zimage) < 0x30 or struct.unpack_from("<I", zimage, 0x24)[0] != _ZIMAGE_MAGIC:
+    if not _is_zimage(zimage):
         return None
     at = zimage.find(_XZ_MAGIC)
     while at >= 0:
@@ -113,6 +118,9 @@ def qemu_image(kernel: Kernel) -> Path:
     path = kernel.image.with_name(f"Image-{kernel.version}-{ARMHF_LOAD:x}.uimg")
     if path.exists():
         return path
+    with kernel.image.open("rb") as f:  # the header says whether it is a zImage at all
+        if not _is_zimage(f.read(0x30)):
+            return kernel.image
     plain = uncompressed(kernel.image.read_bytes())
     if plain is None:
         return kernel.image

@@ -7,6 +7,8 @@ import struct
 import zlib
 from pathlib import Path
 
+import pytest
+
 from netroot.lab.host import kernel
 from netroot.remote import uboot
 
@@ -73,3 +75,15 @@ def test_qemu_boots_any_other_image_as_it_is(tmp_path: Path) -> None:
     kern = _kernel(tmp_path, b"\0" * 0x38 + b"ARMd" + b"\0" * 64)
     assert kernel.qemu_image(kern) == kern.image
     assert [p.name for p in (tmp_path / "boot").iterdir()] == [kern.image.name]
+
+
+def test_an_image_that_is_no_zimage_is_told_by_its_header_not_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kern = _kernel(tmp_path, b"\0" * 0x38 + b"ARMd" + b"\0" * 64)
+
+    def whole(self: Path) -> bytes:
+        raise AssertionError(f"{self} read whole")
+
+    monkeypatch.setattr(Path, "read_bytes", whole)
+    assert kernel.qemu_image(kern) == kern.image
