@@ -5,8 +5,9 @@
 Runs the demo itself (`bash .ci/demo`) and reads the summary it ends with ("where the time
 went"), in one run of this bench:
   cold    an empty build cache (NETROOT_CACHE) and a lab that never ran (NETROOT_HOME): the
-          first run on a fresh machine, apart from apt and the two Docker images (their labels
-          already match the recipes, so they are not rebuilt);
+          first run on a fresh machine, apart from apt and, without --with-images, the two
+          Docker images (their labels already match the recipes, so they are not rebuilt;
+          --with-images removes them first, so the run builds them as a fresh machine does);
   cached  the cache the cold run filled (without `cold` in --runs: this machine's own cache,
           read only when it already holds every artifact), a lab that never ran: what a new
           lab costs;
@@ -69,11 +70,25 @@ def _demo(env: dict[str, str], log: Path) -> dict[str, Any]:
     }
 
 
+def _remove_lab_images() -> None:
+    """The lab's Docker images (tags; other tags keep their layers): the cold run builds them."""
+    from netroot.lab.plan import RASPBIAN_IMAGE, SERVER_IMAGE
+
+    for ref in (SERVER_IMAGE, RASPBIAN_IMAGE):
+        proc = subprocess.run(["docker", "image", "rm", ref], capture_output=True, text=True)
+        _say(f"removed {ref}" if proc.returncode == 0 else f"{ref}: {proc.stderr.strip()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--boards", type=int, default=3)
     parser.add_argument("--runs", default="cold,cached,second")
     parser.add_argument("--keep", action="store_true", help="keep the scratch dir (logs)")
+    parser.add_argument(
+        "--with-images",
+        action="store_true",
+        help="cold: remove the lab's two Docker images first, so the run builds them too",
+    )
     args = parser.parse_args()
     runs = args.runs.split(",")
     scratch = Path(tempfile.mkdtemp(prefix="netroot-bench-demo-", dir="/var/tmp"))
@@ -93,6 +108,8 @@ def main() -> None:
                 env = {**base, "NETROOT_HOME": str(home), "NETROOT_CACHE": str(cache)}
             elif not env:
                 raise SystemExit("--runs: 'second' needs a run before it")
+            if name == "cold" and args.with_images:
+                _remove_lab_images()
             _say(f"{name}: bash .ci/demo (BOARDS={args.boards})")
             result["runs"][name] = _demo(env, scratch / f"{name}.log")
             _say(f"{name}: {result['runs'][name]['wall_s']} s, rc {result['runs'][name]['rc']}")
