@@ -88,3 +88,15 @@ def test_the_pace_is_an_argument_of_the_task() -> None:
         "connect_timeout",
         "reboot_command",
     } <= _plugin().ActionModule._VALID_ARGS
+
+
+def test_the_builtin_still_probes_through_the_method_this_action_replaces() -> None:
+    """A future ansible-core that renamed the loop would fall back to its back-off unnoticed."""
+    import inspect
+
+    from ansible.plugins.action.reboot import ActionModule as RebootAction
+
+    assert "self.do_until_success_or_timeout(" in inspect.getsource(RebootAction.validate_reboot)
+    assert _plugin().ActionModule.do_until_success_or_timeout is not (
+        RebootAction.do_until_success_or_timeout
+    )
