@@ -140,6 +140,8 @@ def _message(res: Mapping[str, Any]) -> str:
 
 _BECOME_TIMEOUT = re.compile(r"Timeout \((\d+)s\) waiting for privilege escalation prompt")
 _SLOW_SSH = ("Connection timed out during banner exchange", "Connection timed out")
+# The address answers nothing at all (no ARP reply, no route): a host that is off.
+_GONE = ("No route to host", "Host is unreachable", "Network is unreachable")
 _KNOBS = "ansible_ssh_timeout (netroot's default 30) and ansible_ssh_retries (default 2)"
 
 
@@ -161,6 +163,13 @@ def explain_unreachable(message: str) -> str:
             f"{message} (no SSH answer in time: a host that is down, or too busy to answer; "
             f"if it is up, raise {_KNOBS} in the inventory)"
         )
+    if any(text in message for text in _GONE):
+        return (
+            f"{message} (nothing answers at that address: the host is powered off, unplugged "
+            f"or not on this network; check its power and cabling, and its ansible_host)"
+        )
+    if "Connection refused" in message:
+        return f"{message} (the host is up but its SSH port is closed: is sshd running?)"
     return message
 
 

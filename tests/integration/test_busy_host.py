@@ -42,7 +42,9 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsHost]:
         yield h
 
 
-def _run(host: NetnsHost, tmp: Path, *, once: bool, **host_vars: Any) -> tuple[Summary, int]:
+def _run(
+    host: NetnsHost, tmp: Path, *, once: bool, delay: int = 8, **host_vars: Any
+) -> tuple[Summary, int]:
     """One become task on the host through netroot's own ansible.cfg; its summary and calls."""
     books = tmp / "playbooks"
     books.mkdir(exist_ok=True)
@@ -56,9 +58,8 @@ def _run(host: NetnsHost, tmp: Path, *, once: bool, **host_vars: Any) -> tuple[S
     log.unlink(missing_ok=True)
     marker.unlink(missing_ok=True)
     sudo = tmp / "slow-sudo"
-    sudo.write_text(
-        SLOW_SUDO.format(log=log, marker=marker, once=f"touch {marker}" if once else ":", delay=8)
-    )
+    once_cmd = f"touch {marker}" if once else ":"
+    sudo.write_text(SLOW_SUDO.format(log=log, marker=marker, once=once_cmd, delay=delay))
     sudo.chmod(0o755)
     inventory = tmp / "inventory.yml"
     host_entry = {
@@ -111,3 +112,25 @@ def test_a_longer_timeout_lets_the_slow_sudo_answer(host: NetnsHost, tmp_path: P
     summary, calls = _run(host, tmp_path, once=False, ansible_ssh_timeout=12, ansible_ssh_retries=0)
     assert calls == 1
     assert summary.exit_code == Exit.OK, summary.as_dict()
+
+
+def test_a_host_gone_while_its_connection_is_held_is_not_called_busy(
+    host: NetnsHost, tmp_path: Path
+) -> None:
+    """A board powered off after a task: Ansible's ControlPersist master still holds its
+    connection, and a session through it hangs. With ansible.cfg's keepalives the master gives
+    up first, so the board is reported as gone, not as a busy board whose sudo is silent (which
+    each of the 3 tries would wait 32 s for)."""
+    summary, calls = _run(host, tmp_path, once=False, delay=0, ansible_ssh_timeout=30)
+    assert summary.exit_code == Exit.OK and calls == 1, summary.as_dict()  # the master is up
+    host.exec("ip", "link", "set", "eth0", "down")  # pull the plug: no RST, no answer at all
+    try:
+        summary, calls = _run(
+            host, tmp_path, once=False, delay=0, ansible_ssh_timeout=30, ansible_ssh_retries=0
+        )
+    finally:
+        host.exec("ip", "link", "set", "eth0", "up")
+    assert calls == 0
+    assert summary.hosts["srv"].state == "unreachable", summary.as_dict()
+    [failure] = summary.failures
+    assert "sudo gave no answer" not in failure.message, failure

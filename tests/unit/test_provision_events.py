@@ -230,6 +230,11 @@ def test_a_slow_ssh_answer_keeps_sshs_words_and_adds_what_to_do() -> None:
     assert message.startswith(ssh) and "ansible_ssh_timeout" in message
 
 
-def test_a_host_that_refuses_is_reported_as_ssh_says() -> None:
-    ssh = "Failed to connect to the host via ssh: ssh: connect to host 10.77.0.13 port 22: No route"
-    assert _unreachable(ssh) == ssh
+def test_a_host_that_is_off_or_refuses_keeps_sshs_words_and_says_which() -> None:
+    off = "Failed to connect to the host via ssh: ssh: connect to host 10.77.0.13 port 22: "
+    message = _unreachable(off + "No route to host")
+    assert message.startswith(off) and "powered off" in message and "ansible_host" in message
+    message = _unreachable(off + "Connection refused")
+    assert message.startswith(off) and "sshd" in message and "powered off" not in message
+    other = "Failed to connect to the host via ssh: Permission denied (publickey)."
+    assert _unreachable(other) == other
