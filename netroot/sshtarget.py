@@ -120,3 +120,35 @@ def target_for(host: Host) -> SshTarget:
         timeout=_number(host, "ansible_ssh_timeout", SSH_TIMEOUT_S, 1),
         retries=int(_number(host, "ansible_ssh_retries", SSH_RETRIES, 0)),
     )
+
+
+# What SSH's own words about a connection that failed mean for a host, and what to do: one table
+# for Ansible's unreachable messages (provision, rollout) and netroot's own sessions (status,
+# smoke), so both say the same of the same failure.
+SSH_KNOBS = (
+    f"ansible_ssh_timeout (netroot's default {SSH_TIMEOUT_S:g}) and ansible_ssh_retries "
+    f"(default {SSH_RETRIES})"
+)
+SLOW_ANSWER = (
+    "no SSH answer in time: a host that is down, or too busy to answer; "
+    f"if it is up, raise {SSH_KNOBS} in the inventory"
+)
+_SLOW_WORDS = ("Connection timed out during banner exchange", "Connection timed out")
+# The address answers nothing at all (no ARP reply, no route): a host that is off.
+_GONE_WORDS = ("No route to host", "Host is unreachable", "Network is unreachable")
+
+
+def unreachable_meaning(said: str, slow: str = SLOW_ANSWER) -> str | None:
+    """What an SSH failure's message means and what to do about it (pure), or None when its own
+    words are all there is to say (a wrong host key, a refused login). `slow`: what a timeout
+    means where the inventory's SSH settings do not apply."""
+    if any(words in said for words in _SLOW_WORDS):
+        return slow
+    if any(words in said for words in _GONE_WORDS):
+        return (
+            "nothing answers at that address: the host is powered off, unplugged or not on this "
+            "network; check its power and cabling, and its ansible_host"
+        )
+    if "Connection refused" in said:
+        return "the host is up but its SSH port is closed: is sshd running?"
+    return None

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from netroot.errors import Exit, NetrootError
-from netroot.sshtarget import SshTarget
+from netroot.sshtarget import SLOW_ANSWER, SshTarget, unreachable_meaning
 
 if TYPE_CHECKING:
     import paramiko
@@ -32,10 +32,15 @@ class TargetError(NetrootError):
 
 
 class Unreachable(TargetError):
-    def __init__(self, target: SshTarget, why: str) -> None:
+    """No session with the host. The message says what SSH said and, where the words tell,
+    what it means and what to do (`unreachable_meaning`, the table Ansible's messages use)."""
+
+    def __init__(self, target: SshTarget, why: str, meaning: str | None = None) -> None:
         where = f"{target.name} ({target.user}@{target.host}:{target.port})"
+        meaning = meaning or unreachable_meaning(why)
+        said = f"{why} ({meaning})" if meaning else why
         hint = "is the board up and in the inventory's known_hosts? (`netroot lab status`)"
-        super().__init__(target, f"{where} unreachable: {why}", hint, Exit.UNREACHABLE)
+        super().__init__(target, f"{where} unreachable: {said}", hint, Exit.UNREACHABLE)
 
 
 class _SlowAnswer(Exception):
@@ -138,11 +143,7 @@ class Session:
             except _SlowAnswer as slow:
                 if attempt == self.target.retries:
                     tries = f", {attempt + 1} tries" if attempt else ""
-                    why = (
-                        f"{slow}{tries}: down, or too busy to answer; if it is up, raise "
-                        "ansible_ssh_timeout or ansible_ssh_retries in the inventory"
-                    )
-                    raise Unreachable(self.target, why) from None
+                    raise Unreachable(self.target, f"{slow}{tries}", SLOW_ANSWER) from None
                 time.sleep(min(2**attempt - 1, 30))
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 

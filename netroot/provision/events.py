@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netroot.errors import Exit, worst
+from netroot.sshtarget import SSH_KNOBS, unreachable_meaning
 
 OK_EVENTS = {"runner_on_ok", "runner_item_on_ok"}
 FAILED_EVENTS = {"runner_on_failed", "runner_item_on_failed"}
@@ -139,10 +140,6 @@ def _message(res: Mapping[str, Any]) -> str:
 
 
 _BECOME_TIMEOUT = re.compile(r"Timeout \((\d+)s\) waiting for privilege escalation prompt")
-_SLOW_SSH = ("Connection timed out during banner exchange", "Connection timed out")
-# The address answers nothing at all (no ARP reply, no route): a host that is off.
-_GONE = ("No route to host", "Host is unreachable", "Network is unreachable")
-_KNOBS = "ansible_ssh_timeout (netroot's default 30) and ansible_ssh_retries (default 2)"
 
 
 def explain_unreachable(message: str) -> str:
@@ -156,21 +153,10 @@ def explain_unreachable(message: str) -> str:
         return (
             f"the host accepted SSH but sudo gave no answer within {match.group(1)} s: it is "
             f"busy (booting, or emulated on a loaded machine), not down; give it more time with "
-            f"{_KNOBS} in the inventory"
+            f"{SSH_KNOBS} in the inventory"
         )
-    if any(text in message for text in _SLOW_SSH):
-        return (
-            f"{message} (no SSH answer in time: a host that is down, or too busy to answer; "
-            f"if it is up, raise {_KNOBS} in the inventory)"
-        )
-    if any(text in message for text in _GONE):
-        return (
-            f"{message} (nothing answers at that address: the host is powered off, unplugged "
-            f"or not on this network; check its power and cabling, and its ansible_host)"
-        )
-    if "Connection refused" in message:
-        return f"{message} (the host is up but its SSH port is closed: is sshd running?)"
-    return message
+    meaning = unreachable_meaning(message)
+    return f"{message} ({meaning})" if meaning else message
 
 
 @dataclass

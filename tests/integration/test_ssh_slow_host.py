@@ -91,3 +91,18 @@ def test_a_host_that_hangs_up_is_not_tried_again(hangs_up: Listener, known_hosts
     with pytest.raises(Unreachable), Session(_target(hangs_up.port, known_hosts, 2)) as s:
         s.run("true")
     assert hangs_up.accepted == 1
+
+
+def test_a_closed_port_is_refused_at_once_and_says_sshd_is_not_answering(
+    known_hosts: Path,
+) -> None:
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]  # bound, never listening: the kernel refuses connections
+    try:
+        with pytest.raises(Unreachable) as err, Session(_target(port, known_hosts, 2)) as s:
+            s.run("true")
+    finally:
+        closed.close()
+    message = err.value.message
+    assert "Connection refused" in message and "is sshd running?" in message, message

@@ -238,3 +238,18 @@ def test_a_host_that_is_off_or_refuses_keeps_sshs_words_and_says_which() -> None
     assert message.startswith(off) and "sshd" in message and "powered off" not in message
     other = "Failed to connect to the host via ssh: Permission denied (publickey)."
     assert _unreachable(other) == other
+
+
+def test_netroots_own_ssh_and_ansible_say_the_same_of_the_same_failure() -> None:
+    from netroot.adapters.ssh import Unreachable
+    from netroot.sshtarget import SshTarget, unreachable_meaning
+
+    target = SshTarget("pi-01", "10.77.0.11", 22, "pi", None, "/dev/null")
+    for said in ("[Errno 113] No route to host", "[Errno 111] Connection refused"):
+        meaning = unreachable_meaning(said)
+        assert meaning is not None
+        ansible = _unreachable("Failed to connect to the host via ssh: ssh: connect: " + said)
+        assert ansible.endswith(f"({meaning})")
+        assert Unreachable(target, said).message.endswith(f"{said} ({meaning})")
+    refused_login = "Authentication failed."
+    assert Unreachable(target, refused_login).message.endswith(f"unreachable: {refused_login}")

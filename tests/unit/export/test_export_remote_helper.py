@@ -237,6 +237,9 @@ def test_rsync_progress_lines_drive_the_bar() -> None:
     ("rc", "stderr", "code", "words"),
     [
         (255, "root@10.0.0.2: Permission denied (publickey).\n", 4, "Permission denied"),
+        (255, "ssh: connect to host 10.0.0.2 port 22: No route to host\n", 4, "powered off"),
+        (255, "ssh: connect to host 10.0.0.2 port 22: Connection refused\n", 4, "sshd running"),
+        (255, "ssh: connect to host 10.0.0.2 port 22: Connection timed out\n", 4, "too busy"),
         (12, "Host key verification failed.\nrsync error: unexplained (code 12)\n", 4, "Host key"),
         (1, "sudo: a password is required\n", 2, "password"),
         (1, "sudo: rsync: command not found\nrsync: connection unexpectedly closed\n", 5, "rsync"),
