@@ -155,7 +155,12 @@ class Session:
             client.load_host_keys(self.target.known_hosts)
         except FileNotFoundError:
             why = f"known_hosts {self.target.known_hosts} missing"
-            raise Unreachable(self.target, why) from None
+            meaning = (
+                "host keys are checked, never accepted unseen: add the hosts' keys to it "
+                "(ssh-keyscan, checked against the hosts), or name another file with "
+                "netroot_known_hosts in the inventory"
+            )
+            raise Unreachable(self.target, why, meaning) from None
         client.set_missing_host_key_policy(paramiko.RejectPolicy())
         sock = self._ssh_socket()
         try:

@@ -79,6 +79,9 @@ def status(
                 for r in rows
             ],
         )
+        for r in rows:  # why a board could not be read, under the table (stderr)
+            if r.error:
+                app.out.info(r.error if r.error.startswith(r.board) else f"{r.board}: {r.error}")
     if any(r.drift for r in rows):
         raise typer.Exit(1)
 

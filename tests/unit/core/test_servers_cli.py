@@ -85,4 +85,9 @@ def test_status_shows_which_board_hangs_off_which_server(tmp_path: Path) -> None
                                         "boards": ["pi-01", "pi-02", "pi-03"]}  # fmt: skip
     assert out["servers"]["nfs-02"]["boards"] == ["pi-04", "pi-05", "pi-06"]
     assert {b["board"]: b["server"] for b in out["boards"]}["pi-05"] == "nfs-02"
-    assert "┃ board ┃ server ┃" in _netroot(inv, "status").stdout
+    table = _netroot(inv, "status")
+    assert "┃ board ┃ server ┃" in table.stdout
+    # Why each board could not be read, one line each under the table, on stderr.
+    why = [line for line in table.stderr.splitlines() if "unreachable" in line]
+    assert [line.split()[0] for line in why] == [f"pi-0{i}" for i in range(1, 7)], table.stderr
+    assert all("netroot_known_hosts" in line for line in why), why  # no known_hosts: what to do
