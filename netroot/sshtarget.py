@@ -123,8 +123,8 @@ def target_for(host: Host) -> SshTarget:
 
 
 # What SSH's own words about a connection that failed mean for a host, and what to do: one table
-# for Ansible's unreachable messages (provision, rollout) and netroot's own sessions (status,
-# smoke), so both say the same of the same failure.
+# for Ansible's unreachable messages (provision, rollout), netroot's own sessions (status, smoke)
+# and the OpenSSH under an export to a remote server, so all say the same of the same failure.
 SSH_KNOBS = (
     f"ansible_ssh_timeout (netroot's default {SSH_TIMEOUT_S:g}) and ansible_ssh_retries "
     f"(default {SSH_RETRIES})"
@@ -152,3 +152,10 @@ def unreachable_meaning(said: str, slow: str = SLOW_ANSWER) -> str | None:
     if "Connection refused" in said:
         return "the host is up but its SSH port is closed: is sshd running?"
     return None
+
+
+def with_meaning(said: str, meaning: str | None = None, slow: str = SLOW_ANSWER) -> str:
+    """`said` (SSH's words, kept as they are) followed by what they mean in parentheses: `meaning`
+    when the caller knows it, else the table's (pure)."""
+    meaning = meaning or unreachable_meaning(said, slow)
+    return f"{said} ({meaning})" if meaning else said

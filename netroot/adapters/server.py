@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from netroot.errors import EnvironmentMissing, Exit, NetrootError, UsageError
-from netroot.sshtarget import SshTarget, unreachable_meaning
+from netroot.sshtarget import SshTarget, with_meaning
 
 Progress = Callable[[int, int], None]  # (bytes so far, files so far)
 
@@ -100,8 +100,7 @@ def ssh_failure(target: SshTarget, what: str, rc: int, stderr: str) -> NetrootEr
             Exit.ENVIRONMENT,
         )
     if rc == 255 or any(marker in stderr for marker in SSH_FAILURES):
-        meaning = unreachable_meaning(last, slow="no SSH answer in time: down, or too busy")
-        said = f"{last} ({meaning})" if meaning else last
+        said = with_meaning(last, slow="no SSH answer in time: down, or too busy")
         return NetrootError(
             f"{target.name}: ssh {target.user}@{target.host}:{target.port} failed: {said}",
             "check the server's address, key and known_hosts in the inventory",

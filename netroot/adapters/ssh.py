@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from netroot.errors import Exit, NetrootError
-from netroot.sshtarget import SLOW_ANSWER, SshTarget, unreachable_meaning
+from netroot.sshtarget import SLOW_ANSWER, SshTarget, with_meaning
 
 if TYPE_CHECKING:
     import paramiko
@@ -33,12 +33,11 @@ class TargetError(NetrootError):
 
 class Unreachable(TargetError):
     """No session with the host. The message says what SSH said and, where the words tell,
-    what it means and what to do (`unreachable_meaning`, the table Ansible's messages use)."""
+    what it means and what to do (`with_meaning`, the table Ansible's messages use)."""
 
     def __init__(self, target: SshTarget, why: str, meaning: str | None = None) -> None:
         where = f"{target.name} ({target.user}@{target.host}:{target.port})"
-        meaning = meaning or unreachable_meaning(why)
-        said = f"{why} ({meaning})" if meaning else why
+        said = with_meaning(why, meaning)
         hint = "is the board up and in the inventory's known_hosts? (`netroot lab status`)"
         super().__init__(target, f"{where} unreachable: {said}", hint, Exit.UNREACHABLE)
 

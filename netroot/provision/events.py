@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netroot.errors import Exit, worst
-from netroot.sshtarget import SSH_KNOBS, unreachable_meaning
+from netroot.sshtarget import SSH_KNOBS, with_meaning
 
 OK_EVENTS = {"runner_on_ok", "runner_item_on_ok"}
 FAILED_EVENTS = {"runner_on_failed", "runner_item_on_failed"}
@@ -155,8 +155,7 @@ def explain_unreachable(message: str) -> str:
             f"busy (booting, or emulated on a loaded machine), not down; give it more time with "
             f"{SSH_KNOBS} in the inventory"
         )
-    meaning = unreachable_meaning(message)
-    return f"{message} ({meaning})" if meaning else message
+    return with_meaning(message)
 
 
 @dataclass
