@@ -39,3 +39,35 @@ def atomic_write(path: Path, data: bytes | str, *, mode: int = 0o644, durable: b
         raise
     if durable:
         fsync_dir(path.parent)
+
+
+def append_lines(path: Path, lines: list[str], *, max_bytes: int, mode: int = 0o600) -> None:
+    """Append whole lines to a log durably, rotating it to `path.1` once it holds `max_bytes`
+    (so the log never takes more than about twice that). Each line is written with one
+    O_APPEND write: a reader sees a line whole or not at all."""
+    if not lines:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if path.stat().st_size >= max_bytes:
+            os.replace(path, path.with_name(path.name + ".1"))
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+    try:
+        for line in lines:
+            os.write(fd, (line.rstrip("\n") + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_log(path: Path) -> str:
+    """A log rotated by `append_lines`: its text, the older part (`path.1`) first."""
+    parts = []
+    for part in (path.with_name(path.name + ".1"), path):
+        try:
+            parts.append(part.read_text(errors="replace"))
+        except FileNotFoundError:
+            continue
+    return "".join(parts)

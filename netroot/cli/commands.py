@@ -13,6 +13,7 @@ MODULES = [
     "smoke_cmd",
     "rollout_cmd",  # rollout, rollback
     "status_cmd",
+    "watch_cmd",  # events, metrics
     "lab_cmd",
 ]
 

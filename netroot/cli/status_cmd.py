@@ -34,6 +34,7 @@ def status(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """What each board runs vs. what it should run; exit 1 when any board drifts."""
+    from netroot.fleet import events as log
     from netroot.fleet.probe import observe_all
     from netroot.fleet.remote import open_fleet
     from netroot.fleet.status import board_status
@@ -46,7 +47,8 @@ def status(
     # Observe every board (one SSH round trip each), then compare with the state and the rule.
     down: dict[str, str] = {}  # a server that is down: its boards' drift says so
     wanted = fleet.desired(boards, state, down)
-    rows = board_status(boards, state, observe_all(boards), wanted, down)
+    last = log.last_by_board(log.parse(fleet.store.read_events()))
+    rows = board_status(boards, state, observe_all(boards), wanted, down, last)
     several = len(inv.servers) > 1  # one server: the table as it always was
     if as_json:
         app.out.json(
@@ -82,6 +84,8 @@ def status(
         for r in rows:  # why a board could not be read, under the table (stderr)
             if r.error:
                 app.out.info(r.error if r.error.startswith(r.board) else f"{r.board}: {r.error}")
+            if r.stuck:  # where it stopped, from the event log
+                app.out.info(f"{r.board}: last seen {r.stage} {_ago(r.stage_since)}")
     if any(r.drift for r in rows):
         raise typer.Exit(1)
 

@@ -88,8 +88,8 @@ class RemoteRoot:
             return State(path, store=self._save)
         return State(path, *parse_state(Path(f"{self.server.name}:{path}"), text), store=self._save)
 
-    def _save(self, text: str) -> None:
-        self._ask("saving the fleet state", "save", text.encode())
+    def _save(self, text: str, events: list[str]) -> None:
+        self._ask("saving the fleet state", "save", text.encode(), events=events)
 
     @contextlib.contextmanager
     def locked(self, command: str, *, break_lock: bool) -> Iterator[None]:
@@ -142,6 +142,13 @@ class RemoteRoot:
 
     def unwritable(self) -> str:
         return ""  # the session says why when a write fails
+
+    def append_events(self, lines: list[str]) -> None:
+        self._ask("logging events", "events", events=lines)
+
+    def read_events(self) -> str:
+        text: str = self._ask("reading the event log", "read_events")["events"]
+        return text
 
 
 def open_fleet(inventory: Inventory) -> Fleet:

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from netroot.fleet.events import EVENTS_NAME, MAX_BYTES
 from netroot.fleet.state import State, load_state
+from netroot.fsutil import append_lines, read_log
 from netroot.remote import lock
 
 
@@ -40,6 +42,14 @@ class ExportRoot(Protocol):
 
     def unwritable(self) -> str:
         """Why the state cannot be written from here ("" when it can)."""
+        ...
+
+    def append_events(self, lines: list[str]) -> None:
+        """Log events (JSON lines; call with the writer's lock held)."""
+        ...
+
+    def read_events(self) -> str:
+        """The event log's text, its rotated part first ("" when there is none)."""
         ...
 
 
@@ -80,3 +90,9 @@ class LocalRoot:
 
     def unwritable(self) -> str:
         return "" if self.path.is_dir() else f"the export root {self.path} is not on this host"
+
+    def append_events(self, lines: list[str]) -> None:
+        append_lines(self.path / EVENTS_NAME, lines, max_bytes=MAX_BYTES)
+
+    def read_events(self) -> str:
+        return read_log(self.path / EVENTS_NAME)

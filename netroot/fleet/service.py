@@ -13,11 +13,12 @@ import contextlib
 import functools
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netroot.errors import NetrootError, UsageError
+from netroot.fleet import events
 from netroot.fleet.desired import Desired, desired_all
 from netroot.fleet.outcome import Outcome, from_smoke_status
 from netroot.fleet.root import ExportRoot, LocalRoot
@@ -88,9 +89,10 @@ class Fleet:
         held = contextlib.nullcontext() if check else self.locked(command, break_lock=break_lock)
         with held:
             state = self.load()
-            before = _snapshot(state)
+            state.command = command
+            before = state.snapshot()
             yield state
-            if not check and (state.legacy is not None or _snapshot(state) != before):
+            if not check and (state.legacy is not None or state.snapshot() != before):
                 state.save()
 
     def record_smoke_results(self, command: str, results: Iterable[tuple[str, str, bool]]) -> str:
@@ -172,9 +174,12 @@ class Fleet:
             try:
                 if root.where == self.store.where:
                     root.switch_current(image, version)
-                    continue
-                with root.locked(f"{command} (releasing {image} {version})", break_lock=False):
-                    root.switch_current(image, version)
+                else:
+                    with root.locked(f"{command} (releasing {image} {version})", break_lock=False):
+                        root.switch_current(image, version)
+                self.store.append_events(
+                    [events.released(image, version, server, command).to_json()]
+                )
             except NetrootError as exc:
                 log(f"{server}: {exc.message}: current not moved there (run it again)")
                 moved = False
@@ -196,12 +201,6 @@ def local_path(server: NfsServer) -> Path:
             "reach it through the netroot CLI, which opens it over SSH",
         )
     return Path(server.export_root)
-
-
-def _snapshot(state: State) -> tuple[object, ...]:
-    """What a save would write, less its timestamp."""
-    boards = {n: asdict(b) for n, b in state.boards.items()}
-    return (boards, asdict(state.rollout) if state.rollout else None)
 
 
 def provision_versions(desired: Mapping[str, Desired]) -> dict[str, str]:

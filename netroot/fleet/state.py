@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from netroot.errors import NetrootError
+from netroot.fleet import events
 from netroot.fleet.outcome import Outcome
-from netroot.fsutil import atomic_write
-from netroot.remote.fleet import STATE_NAME  # the server-side helper writes the same file
+from netroot.fsutil import append_lines, atomic_write
+from netroot.remote.fleet import STATE_NAME  # the server-side helper writes the same files
 
 HISTORY = 20
 
@@ -79,11 +80,24 @@ class State:
     boards: dict[str, BoardState] = field(default_factory=dict)
     rollout: RolloutRecord | None = None
     legacy: Path | None = None  # a controller-local file this state was read from
-    # Writes the saved JSON elsewhere than `path` (a remote root's, through its session).
-    store: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
+    # Writes the saved JSON and the event lines elsewhere than `path` (a remote root's, through
+    # its session): store(state_json, event_lines).
+    store: Callable[[str, list[str]], None] | None = field(default=None, repr=False, compare=False)
+    command: str = ""  # the writer, named in the events its saves log
+    # What was last read or saved: each save logs the events between it and the new state.
+    saved: events.Snapshot | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.saved is None:
+            self.saved = self.snapshot()
 
     def board(self, name: str) -> BoardState:
         return self.boards.setdefault(name, BoardState())
+
+    def snapshot(self) -> events.Snapshot:
+        """What a save would write, less its timestamp (a deep copy)."""
+        boards = {n: asdict(b) for n, b in self.boards.items()}
+        return (boards, asdict(self.rollout) if self.rollout else None)
 
     def to_json(self) -> str:
         data = {
@@ -94,11 +108,17 @@ class State:
         return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
     def save(self) -> None:
-        """Write to the export root (durably); the first write takes a legacy file over."""
+        """Write to the export root (durably), the events since the last save first (see
+        netroot.fleet.events); the first write takes a legacy file over."""
+        now = self.snapshot()
+        assert self.saved is not None  # set by __post_init__
+        lines = [e.to_json() for e in events.changes(self.saved, now, self.command or "netroot")]
         if self.store is not None:
-            self.store(self.to_json())
+            self.store(self.to_json(), lines)
         else:
+            append_lines(self.path.with_name(events.EVENTS_NAME), lines, max_bytes=events.MAX_BYTES)
             atomic_write(self.path, self.to_json(), mode=0o600)
+        self.saved = now
         if self.legacy is not None:
             self.legacy.rename(self.legacy.with_name(self.legacy.name + ".taken-over"))
             self.legacy = None

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from netroot.fleet.desired import Desired
+from netroot.fleet.events import Event
 from netroot.fleet.facts import BoardFacts
 from netroot.fleet.state import State
 from netroot.inventory import Board
@@ -26,6 +27,13 @@ class BoardStatus:
     drift: str  # "" when in line, else what differs
     error: str = ""
     server: str = ""  # the NFS server it mounts or boots from (netroot_nfs_server)
+    stage: str = ""  # the last stage the event log saw it in (netroot.fleet.events)
+    stage_since: float | None = None
+
+    @property
+    def stuck(self) -> bool:
+        """Unreachable, and its last stage was not an ending: where it stopped is `stage`."""
+        return not self.reachable and self.stage in ("switching", "smoking", "assigned")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -43,12 +51,15 @@ def board_status(
     observed: Mapping[str, tuple[BoardFacts | None, str]],
     desired: Mapping[str, Desired],
     down: Mapping[str, str] | None = None,
+    last: Mapping[str, Event] | None = None,
 ) -> list[BoardStatus]:
     """Combine inventory, recorded state and observed facts (pure).
 
     down: NFS servers that could not be read (server -> why): their boards' drift says so.
+    last: each board's latest event (its last stage seen, and when).
     """
     rows = []
+    last = last or {}
     for board in boards:
         st = state.boards.get(board.name)
         facts, error = observed[board.name]
@@ -70,6 +81,8 @@ def board_status(
                 drift=drift,
                 error=error,
                 server=board.server,
+                stage=last[board.name].event if board.name in last else "",
+                stage_since=last[board.name].time if board.name in last else None,
             )
         )
     return rows

@@ -32,10 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from netroot.errors import NetrootError
-from netroot.fsutil import atomic_write
+from netroot.fsutil import append_lines, atomic_write, read_log
 from netroot.remote import lock
 
 STATE_NAME = ".netroot-fleet.json"
+# The event log beside it (netroot.fleet.events, which this stdlib-only helper cannot import).
+EVENTS_NAME = ".netroot-events.jsonl"
+EVENTS_MAX_BYTES = 4 << 20
 PING = 20.0  # seconds between a lock holder's pings
 IDLE = 120.0  # a lock holder silent this long is gone: its lock is released
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -104,8 +107,17 @@ class Fleet:
         if op == "save":
             self._need_lock(op)
             json.loads(payload)  # a torn or foreign payload never replaces the state
+            # The events first: a crash between the two leaves an event the rerun logs again,
+            # never a change without its event (netroot.fleet.events).
+            self._log(request.get("events") or [])
             atomic_write(self.root / STATE_NAME, payload, mode=0o600)
             return {}
+        if op == "events":
+            self._need_lock(op)
+            self._log(request.get("events") or [])
+            return {}
+        if op == "read_events":
+            return {"events": read_log(self.root / EVENTS_NAME)}
         if op == "switch":
             self._need_lock(op)
             name, vid = _safe(request["name"]), _safe(request["version"])
@@ -116,6 +128,12 @@ class Fleet:
 
             return {"switched": switch_current(Layout(self.root, name), vid)}
         raise ValueError(f"unknown op {op!r}")
+
+    def _log(self, lines: object) -> None:
+        if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
+            raise ValueError("events must be a list of JSON lines")
+        append_lines(self.root / EVENTS_NAME, [line for line in lines if "\n" not in line],
+                     max_bytes=EVENTS_MAX_BYTES)  # fmt: skip
 
     def _release(self) -> None:
         if self.held is not None:

@@ -20,7 +20,8 @@ def test_state_round_trips_and_tracks_history(tmp_path: Path) -> None:
     assert again.boards["pi-01"].history == ["aaa", "bbb"]
     assert again.boards["pi-01"].previous_good() == "aaa"
     assert again.rollout is not None and again.rollout.to_version == "bbb"
-    assert [p.name for p in tmp_path.iterdir()] == [".netroot-fleet.json"]  # no temp file
+    # No temp file: the state and its event log (netroot.fleet.events).
+    assert {p.name for p in tmp_path.iterdir()} == {".netroot-fleet.json", ".netroot-events.jsonl"}
 
 
 def test_controller_local_file_is_taken_over_on_first_write(tmp_path: Path) -> None:

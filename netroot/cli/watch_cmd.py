@@ -1,0 +1,142 @@
+"""`netroot events` and `netroot metrics`: the fleet's history and its numbers, for watching it."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+
+import typer
+
+from netroot.cli.context import get
+from netroot.errors import UsageError
+
+FOLLOW_POLL_S = 2.0
+
+
+def _since(text: str | None) -> float | None:
+    """--since: epoch seconds, an ISO time, or an age like 90s, 15m, 2h, 3d."""
+    if text is None:
+        return None
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    raw = text.strip()
+    try:
+        if raw[-1:] in units and raw[:-1].replace(".", "", 1).isdigit():
+            return time.time() - float(raw[:-1]) * units[raw[-1]]
+        if raw.replace(".", "", 1).isdigit():
+            return float(raw)
+        return datetime.fromisoformat(raw).timestamp()
+    except ValueError:
+        pass
+    raise UsageError(
+        f"--since {text!r}: not a time",
+        "give an age (90s, 15m, 2h, 3d), an ISO time (2026-12-07T10:00) or epoch seconds",
+    )
+
+
+def events(
+    ctx: typer.Context,
+    board: str | None = typer.Option(None, "--board", "-b", help="Only this board's events."),
+    since: str | None = typer.Option(
+        None, "--since", help="From this time on: 15m, 2h, 3d, an ISO time or epoch seconds."
+    ),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new events."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object a line on stdout."),
+) -> None:
+    """The fleet's history: every change and verdict, oldest first.
+
+    Each rollout, rollback, provision and smoke logs what it changed on each board (assigned,
+    switching, smoking, ok, failed, unreachable, rolled-back, smoke, good, mounted) and on the
+    fleet (rollout started and how it ended, current released), with the reason recorded.
+
+    Examples:
+
+      netroot events --since 1h
+
+      netroot events --board pi-03 --follow
+
+      netroot events --json | jq 'select(.event == "failed")'
+    """
+    from netroot.fleet import events as log
+    from netroot.fleet.remote import open_fleet
+
+    app = get(ctx)
+    fleet = open_fleet(app.inventory())
+    if board is not None and board not in fleet.inventory.boards:
+        raise UsageError(
+            f"--board {board!r}: no such board in {fleet.inventory.path}",
+            "known boards: " + (", ".join(fleet.inventory.boards) or "none"),
+        )
+    start = _since(since)
+    seen: set[str] = set()
+    last_time = float("-inf")
+    while True:
+        new = []
+        for event in log.select(log.parse(fleet.store.read_events()), board, start):
+            line = event.to_json()
+            if event.time < last_time or line in seen:
+                continue
+            new.append(event)
+        for event in new:
+            typer.echo(event.to_json() if as_json else log.describe(event))
+            if event.time > last_time:
+                seen.clear()
+                last_time = event.time
+            seen.add(event.to_json())
+        if not follow:
+            return
+        time.sleep(FOLLOW_POLL_S)
+
+
+def metrics(
+    ctx: typer.Context,
+    targets: list[str] | None = typer.Argument(None, help="Boards or groups (default: all)."),
+    textfile: Path | None = typer.Option(
+        None,
+        "--textfile",
+        help="Also write DIR/netroot.prom for node_exporter's textfile collector.",
+        file_okay=False,
+    ),
+) -> None:
+    """The fleet in Prometheus' text format: per board up, running vs desired, last smoke and
+    drift; the last rollout's boards done, failed and remaining.
+
+    Reaches every board as `status` does. With --textfile DIR the same text replaces
+    DIR/netroot.prom atomically (node_exporter --collector.textfile.directory=DIR); run it from
+    cron or a systemd timer.
+
+    Examples:
+
+      netroot metrics
+
+      netroot metrics --textfile /var/lib/prometheus/node-exporter
+    """
+    from netroot.fleet import events as log
+    from netroot.fleet.metrics import TEXTFILE_NAME, render
+    from netroot.fleet.probe import observe_all
+    from netroot.fleet.remote import open_fleet
+    from netroot.fleet.status import board_status
+    from netroot.fsutil import atomic_write
+
+    app = get(ctx)
+    fleet = open_fleet(app.inventory())
+    inv = fleet.inventory
+    boards = inv.resolve(targets) if targets else list(inv.boards.values())
+    if textfile is not None and not textfile.is_dir():
+        raise UsageError(f"--textfile {textfile}: not a directory", "create it, or name another")
+    state = fleet.load()
+    down: dict[str, str] = {}
+    wanted = fleet.desired(boards, state, down)
+    last = log.last_by_board(log.parse(fleet.store.read_events()))
+    rows = board_status(boards, state, observe_all(boards), wanted, down, last)
+    text = render(rows, state)
+    if textfile is not None:
+        atomic_write(textfile / TEXTFILE_NAME, text, mode=0o644)
+    typer.echo(text, nl=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command(epilog="Exit codes: 0 ok, 2 bad input, 4 the export root's server unreachable.")(
+        events
+    )
+    app.command(epilog="Exit codes: 0 ok, 2 bad input.")(metrics)

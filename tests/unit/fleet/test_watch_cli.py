@@ -1,0 +1,74 @@
+"""`netroot events`, `netroot metrics` and status's stuck line, through the CLI, on a tmp export
+root whose boards are closed ports on loopback (unreachable at once)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from netroot.fleet.state import load_state
+from tests.unit.core.fleetkit import netroot_cli
+
+
+def _setup(tmp_path: Path) -> tuple[Path, Path]:
+    root = tmp_path / "root"
+    boards = {
+        f"pi-0{i}": {"ansible_host": f"127.0.0.{10 + i}", "ansible_port": 1, "netroot_image": "img"}
+        for i in range(1, 4)
+    }
+    server = {"ansible_host": "127.0.0.2", "ansible_port": 1, "netroot_export_root": str(root)}
+    data = {"all": {"children": {"nfs_servers": {"hosts": {"nfs-01": server}},
+                                 "boards": {"hosts": boards}}}}  # fmt: skip
+    inv = tmp_path / "inventory.yml"
+    inv.write_text(yaml.safe_dump(data))
+    state = load_state(root)
+    state.command = "rollout img"
+    for name in boards:
+        st = state.board(name)
+        st.assigned, st.phase = "a" * 12, "ok"
+    state.save()
+    st = state.board("pi-02")
+    st.assigned, st.phase = "b" * 12, "switching"  # it went away mid-switch
+    state.save()
+    return inv, root
+
+
+def test_events_are_listed_filtered_and_json(tmp_path: Path) -> None:
+    inv, _root = _setup(tmp_path)
+    proc = netroot_cli(inv, "events", "--json", "--board", "pi-02")
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert {e["board"] for e in lines} == {"pi-02"}
+    assert [e["event"] for e in lines][-1] == "switching"
+    assigned = [e for e in lines if e["event"] == "assigned"]
+    assert assigned[-1]["from"] == "a" * 12 and assigned[-1]["command"] == "rollout img"
+    plain = netroot_cli(inv, "events", "--since", "1h").stdout.splitlines()
+    assert len(plain) == 8 and all(" pi-0" in line for line in plain)  # 3 x 2, then pi-02 x 2
+    assert netroot_cli(inv, "events", "--since", "2999-01-01").stdout == ""
+
+
+def test_events_refuse_a_bad_time_or_board_in_one_line(tmp_path: Path) -> None:
+    inv, _root = _setup(tmp_path)
+    for args, word in ((["--since", "yesterday"], "--since"), (["--board", "pi-09"], "pi-09")):
+        proc = netroot_cli(inv, "events", *args)
+        assert proc.returncode == 2
+        assert word in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_metrics_written_for_the_textfile_collector_and_status_names_the_stuck_board(
+    tmp_path: Path,
+) -> None:
+    inv, _root = _setup(tmp_path)
+    textfile = tmp_path / "textfile"
+    textfile.mkdir()
+    proc = netroot_cli(inv, "metrics", "--textfile", str(textfile))
+    assert proc.returncode == 0, proc.stderr
+    written = (textfile / "netroot.prom").read_text()
+    assert written == proc.stdout
+    assert 'netroot_board_up{board="pi-02",server="nfs-01"} 0' in written.splitlines()
+    assert oct((textfile / "netroot.prom").stat().st_mode & 0o777) == "0o644"
+    status = netroot_cli(inv, "status")
+    assert "pi-02: last seen switching" in status.stderr
+    assert "pi-01: last seen" not in status.stderr  # ended its operation: not stuck
