@@ -179,3 +179,23 @@ def test_a_silent_holder_loses_the_lock_a_pinging_one_keeps_it(root: Path) -> No
             if h.proc.poll() is None:
                 h.proc.kill()
                 h.proc.wait()
+
+
+def test_events_logged_with_the_state_under_the_lock_and_read_by_anyone(
+    pair: tuple[Helper, Helper], root: Path
+) -> None:
+    from netroot.remote.fleet import EVENTS_NAME
+
+    a, b = pair
+    line = json.dumps({"time": 1.0, "board": "pi-01", "event": "assigned", "version": "v1"})
+    text = json.dumps({"boards": {"pi-01": {"assigned": "v1"}}, "rollout": None})
+    refused = b.ask(op="events", events=[line])
+    assert not refused["ok"] and "without the writer's lock" in refused["error"]
+    a.ask(op="lock", command="netroot rollout", break_lock=False)
+    assert a.ask(text.encode(), op="save", events=[line])["ok"]
+    assert a.ask(op="events", events=[line.replace("v1", "v2")])["ok"]
+    bad = a.ask(op="events", events="not a list")
+    assert not bad["ok"] and "list of JSON lines" in bad["error"]
+    logged = b.ask(op="read_events")["events"].splitlines()
+    assert [json.loads(x)["version"] for x in logged] == ["v1", "v2"]
+    assert (root / EVENTS_NAME).stat().st_mode & 0o777 == 0o600
