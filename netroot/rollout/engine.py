@@ -137,7 +137,10 @@ def run_rollout(
                     )
                 else:
                     result.results.append(_roll_back(state, fleet, board, index, message, log))
-                state.save()
+            # One write for the batch's verdicts (a failed board's rollback saved its own steps):
+            # a save is the whole fleet's state, so one per board made a rollout's writes grow
+            # with the square of the fleet (bench/bench_fleet_books.py).
+            state.save()
             batch_failed = sum(1 for r in result.results[before:] if r.outcome != Outcome.OK)
             failed += batch_failed
             decision = after_batch(plan, index, failed, batch_failed)
