@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import typer
+import yaml
 from typer.testing import CliRunner
 
 from netroot import inventory as inventory_mod
@@ -329,3 +330,40 @@ def test_the_example_inventories_load_with_ansible_inventory(tmp_path: Path) -> 
             for key, value in host.vars.items():
                 if key.startswith("netroot_"):
                     assert hostvars[name].get(key) == value, (path, name, key)
+
+
+def _variables_read() -> set[str]:
+    """Every netroot_* variable the roles default, netroot's code reads from a host's vars, or
+    the templates and playbooks read with a default or a definedness test."""
+    names: set[str] = set()
+    for defaults in (REPO / "playbooks" / "roles").glob("*/defaults/main.yml"):
+        names |= {str(k) for k in yaml.safe_load(defaults.read_text())}
+    for module in (REPO / "netroot").rglob("*.py"):
+        names |= set(re.findall(r"\.get\(\s*\"(netroot_\w+)\"", module.read_text()))
+    sources = [*(REPO / "templates").iterdir(), *(REPO / "playbooks").rglob("*.yml")]
+    for source in sources:
+        text = source.read_text()
+        names |= set(re.findall(r"(netroot_\w+)\s*\|\s*default\b", text))
+        names |= set(re.findall(r"(netroot_\w+) is (?:not )?defined", text))
+    return names
+
+
+def test_the_inventory_reference_names_every_variable_netroot_reads() -> None:
+    doc = (DOCS / "inventory.md").read_text()
+    read = _variables_read()
+    assert len(read) > 40, sorted(read)
+    missing = sorted(n for n in read if f"`{n}`" not in doc)
+    assert not missing, f"docs/inventory.md does not describe {missing}"
+
+
+def test_every_variable_the_inventory_reference_describes_exists() -> None:
+    code = "".join(
+        p.read_text()
+        for root in ("netroot", "templates", "playbooks")
+        for p in (REPO / root).rglob("*")
+        if p.is_file() and p.suffix in (".py", ".yml", ".j2", ".cfg", "")
+    )
+    rows = re.findall(r"^\| `(netroot_\w+)` \|", (DOCS / "inventory.md").read_text(), re.MULTILINE)
+    assert len(rows) > 40, rows
+    stale = sorted(n for n in rows if n not in code)
+    assert not stale, f"docs/inventory.md describes variables nothing reads: {stale}"
