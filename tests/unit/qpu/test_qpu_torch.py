@@ -101,6 +101,34 @@ def test_a_matvec_row_whose_lanes_overflow_is_named_with_its_row(tmp_path: Path)
     assert all(not c["outside"] for c in cases if c is not mv)
 
 
+THROUGH_TORCH = """
+import json, struct, torch
+pairs = PAIRS
+out = {}
+for op in ("add", "mul"):
+    a = torch.tensor([x for x, _, _ in pairs[op]], dtype=torch.int32).view(torch.float32)
+    b = torch.tensor([y for _, y, _ in pairs[op]], dtype=torch.int32).view(torch.float32)
+    q = getattr(torch.ops.netroot, op)(a, b).view(torch.int32).tolist()
+    out[op] = [[x, y, r, got] for (x, y, r), got in zip(pairs[op], q) if got != r]
+print(json.dumps(out))
+"""
+
+
+@needs_torch
+def test_the_captured_fadd_and_fmul_pairs_come_out_of_the_torch_operators(tmp_path: Path) -> None:
+    # The same hardware captures, through netroot::add and netroot::mul (float32 bit patterns,
+    # NaN operands included, padded to 16 lanes, on the emulator): the results bit for bit.
+    from tests.unit.qpu.test_qpu_captures import CAPTURES
+
+    def signed(v: int) -> int:
+        return v - (1 << 32) if v & 0x80000000 else v
+
+    pairs = {op: [tuple(map(signed, p)) for p in CAPTURES[name]]
+             for op, name in (("add", "FADD"), ("mul", "FMUL"))}  # fmt: skip
+    result = run_torch(THROUGH_TORCH.replace("PAIRS", repr(pairs)), tmp_path)
+    assert result == {"add": [], "mul": []}
+
+
 OVERFLOW = """
 import json, torch
 from netroot.qpu import torchcheck as t
