@@ -112,8 +112,9 @@ def _decode(v: tuple[int, ...] | list[int]) -> tuple[tuple[float, ...], int]:
 
 
 def _floats(v: tuple[int, ...] | list[int]) -> tuple[float, ...]:
-    # The QPU has no denormals, NaN or Inf handling of its own (QPU.md): a denormal input reads
-    # as zero, a NaN as the infinity of its sign (the exponent decides, not the mantissa).
+    # The QPU has no denormals, NaN or Inf handling of its own (vc4asm's VideoCoreIV-addendum;
+    # VC4C's captures): a denormal input reads as zero, a NaN as the infinity of its sign (the
+    # exponent decides, not the mantissa).
     # Zeros need no change (a -0 input only matters through the sign of a zero result, forced
     # to +0 anyway).
     return _decode(v)[0]
@@ -129,15 +130,15 @@ def _input_float(bits: int, x: float) -> float:
 
 
 def _rtz_bits(values: Iterable[float]) -> list[int]:
-    """Float32 bits of each double, rounded toward zero; zero or below FLT_MIN -> +0;
-    beyond FLT_MAX -> the infinity of its sign (unverified on hardware); NaN -> +Inf."""
+    """Float32 bits of each double, rounded toward zero; zero or below FLT_MIN -> +0; at or
+    beyond 2^128 -> the infinity of its sign, in (FLT_MAX, 2^128) -> +-FLT_MAX (truncation);
+    NaN -> +0: only fmul makes one here (Inf x 0), and VC4C's captures give +0 for NaN x 0
+    and NaN x denormal (fadd resolves Inf - Inf before rounding, see _sum_rtz)."""
     out = []
     for b in _Q16.unpack(_D16.pack(*values)):
         exponent = ((b >> 52) & 0x7FF) - 896  # rebias 1023 -> 127
-        if exponent <= 0:
+        if exponent <= 0 or (exponent == 1151 and b & 0xFFFFFFFFFFFFF):  # tiny, zero, NaN
             out.append(0)
-        elif exponent == 1151 and b & 0xFFFFFFFFFFFFF:  # NaN (inf - inf, 0 * inf)
-            out.append(0x7F800000)
         elif exponent >= 255:
             out.append((b >> 32) & 0x80000000 | 0x7F800000)
         else:  # dropping the low 29 mantissa bits truncates toward zero
@@ -199,18 +200,34 @@ def _close_exponents(ea: int, eb: int) -> bool:
     return high == _F_FOUR and not (d + _EXACT_HIGH) & _F_BIT10
 
 
+def _second_wins(
+    xs: tuple[float, ...], ys: tuple[float, ...], ea: int, eb: int
+) -> tuple[float, ...]:
+    # Opposite infinities (Inf or NaN operands, read as infinities) sum to the second
+    # operand's infinity on the QPU: VC4C's captures give 0x7fffffff + 0xffffffff = -Inf,
+    # 0xffffffff + 0x7fffffff = +Inf and 0x7fffffff - 0x7fffffff = -Inf. Replacing the first
+    # by the second in those lanes makes x + y that infinity. Checked only when some lane of
+    # either operand has exponent 255.
+    if not ((ea + _F_ONE) | (eb + _F_ONE)) & _F_BIT8:
+        return xs
+    pairs = zip(xs, ys, strict=True)
+    return tuple(y if x != y and math.isinf(x) and math.isinf(y) else x for x, y in pairs)
+
+
 def _fadd(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     (xs, ea), (ys, eb) = _decode(a), _decode(b)
-    return _sum_rtz(xs, ys, _close_exponents(ea, eb))
+    return _sum_rtz(_second_wins(xs, ys, ea, eb), ys, _close_exponents(ea, eb))
 
 
 def _fsub(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     (xs, ea), (ys, eb) = _decode(a), _decode(b)
-    return _sum_rtz(xs, tuple(map(operator.neg, ys)), _close_exponents(ea, eb))
+    negated = tuple(map(operator.neg, ys))
+    return _sum_rtz(_second_wins(xs, negated, ea, eb), negated, _close_exponents(ea, eb))
 
 
 def _fmul(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    # A product of two 24-bit significands fits a double's 53: exact, then truncated.
+    # A product of two 24-bit significands fits a double's 53: exact, then truncated. A zero
+    # or denormal factor wins over Inf/NaN (Inf x 0 is NaN here, +0 out of _rtz_bits).
     return _round_toward_zero(tuple(map(operator.mul, _floats(a), _floats(b))))
 
 

@@ -7,9 +7,10 @@ two or more reads of the previous one are pending is ignored, as on the hardware
 (VDR) and store (VDW), the mutex, 16 four-bit semaphores, host interrupts (a write of 0 to
 host_int raises none), relative branches with three delay slots, thread end with two delay
 slots and bus-address aliases (bus & 0x3FFFFFFF). The ALU's float arithmetic is the QPU's,
-not IEEE's (emu_decode.py, QPU.md): fadd/fsub/fmul/itof round toward zero, denormals are flushed
-on input and output, a zero result is +0, NaN inputs read as infinities, ftoi truncates and
-gives 0 out of the int32 range.
+not IEEE's (emu_decode.py; docs/qpu.md sources each rule, most from VC4C's hardware captures):
+fadd/fsub/fmul/itof round toward zero, denormals are flushed on input and output, a zero result
+is +0, NaN inputs read as infinities, a zero factor beats them in fmul (+0), opposite
+infinities sum to the second operand's, ftoi truncates and gives 0 out of the int32 range.
 
 Everything else -- pack/unpack, r4/r5, SFU, TMU, carry flags, rotates, per-element
 immediates, absolute or register branches -- is rejected with EmulatorError, never run as a

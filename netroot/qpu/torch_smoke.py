@@ -145,10 +145,11 @@ def s13_accuracy(
     bad = [c for c in cases if not c.ok]
     worst = max((c for c in cases if c.dtype == "float32"), key=lambda c: c.bound_ratio)
     ints = [c for c in cases if c.dtype == "int32"]
+    named = [f"{c.op} {c.layout}: {note}" for c in cases if c is not worst for note in c.notes()]
     evidence = (
         f"{len(cases)} cases on {qpu.executes} executes: int32 add/mul "
         f"{'WRONG' if any(not c.ok for c in ints) else 'exact'} ({len(ints)} cases); "
-        f"worst float32 case {worst.describe()}"
+        f"worst float32 case {worst.describe()}" + "".join(f"; {note}" for note in named)
     )
     ctx.facts["torch_worst_bound_ratio"] = worst.bound_ratio
     if bad:

@@ -48,7 +48,8 @@ from netroot.qpu import torchcheck
 cases = torchcheck.accuracy()
 print(json.dumps({"emulated": EMULATED, "cases": [
     {"op": c.op, "dtype": c.dtype, "shape": list(c.shape), "layout": c.layout,
-     "worst": c.worst, "ratio": c.bound_ratio, "ok": c.ok} for c in cases]}))
+     "worst": c.worst, "ratio": c.bound_ratio, "ok": c.ok, "saturated": c.saturated,
+     "outside": list(c.outside), "describe": c.describe()} for c in cases]}))
 """
 
 
@@ -64,9 +65,97 @@ def test_every_operator_size_and_dtype_is_within_the_bound(tmp_path: Path) -> No
                     ("mul", "int32"), ("matvec", "float32")}  # fmt: skip
     sizes = {c["shape"][0] for c in cases if c["op"] == "add" and len(c["shape"]) == 1}
     assert {1, 15, 17, 1000} <= sizes  # odd lengths, not only multiples of 16
-    assert {c["layout"] for c in cases} == {"contiguous", "transposed"}
+    assert {c["layout"] for c in cases} == {"contiguous", "transposed", "near FLT_MAX"}
     ints = [c for c in cases if c["dtype"] == "int32"]
     assert ints and all(c["worst"] == 0 for c in ints)  # integers exactly
+    assert all(c["ratio"] == c["ratio"] for c in cases)  # never a NaN ratio
+
+
+@needs_torch
+def test_results_the_qpu_saturates_to_flt_max_are_named_not_errors(tmp_path: Path) -> None:
+    # Round toward zero makes an exact result in (FLT_MAX, 2^128) +-FLT_MAX where torch's
+    # round to nearest says +-Inf: within the QPU's semantics, counted and named, never a NaN
+    # ratio or "inf <= inf".
+    cases = run_torch(ACCURACY, tmp_path)["cases"]
+    assert isinstance(cases, list)
+    near = {c["op"]: c for c in cases if c["layout"] == "near FLT_MAX"}
+    for op in ("add", "mul"):
+        assert near[op]["ok"] and near[op]["saturated"] > 0, near[op]
+        assert "saturated to +-FLT_MAX where torch says +-Inf" in near[op]["describe"]
+    assert all(c["saturated"] == 0 for c in cases if c["layout"] != "near FLT_MAX")
+
+
+@needs_torch
+def test_a_matvec_row_whose_lanes_overflow_is_named_with_its_row(tmp_path: Path) -> None:
+    # (M, -M, M, ...) x 1 with M = 1.5 x 2^127: each QPU lane adds two Ms of one sign and
+    # overflows (+Inf, -Inf), their sum is NaN where torch says 0. The row is outside the
+    # bound (sum |a x| > FLT_MAX): reported with its index, the other row still checked.
+    cases = run_torch(ACCURACY, tmp_path)["cases"]
+    assert isinstance(cases, list)
+    (mv,) = [c for c in cases if c["op"] == "matvec" and c["layout"] == "near FLT_MAX"]
+    assert mv["ok"] and mv["shape"] == [2, 32]
+    assert mv["outside"] == [
+        "row 1 outside the bound (sum_j |a_ij x_j| 8.17e+39 > FLT_MAX): QPU nan, torch 0 "
+        "(a lane partial overflowed)"
+    ]
+    assert all(not c["outside"] for c in cases if c is not mv)
+
+
+THROUGH_TORCH = """
+import json, struct, torch
+pairs = PAIRS
+out = {}
+for op in ("add", "mul"):
+    a = torch.tensor([x for x, _, _ in pairs[op]], dtype=torch.int32).view(torch.float32)
+    b = torch.tensor([y for _, y, _ in pairs[op]], dtype=torch.int32).view(torch.float32)
+    q = getattr(torch.ops.netroot, op)(a, b).view(torch.int32).tolist()
+    out[op] = [[x, y, r, got] for (x, y, r), got in zip(pairs[op], q) if got != r]
+print(json.dumps(out))
+"""
+
+
+@needs_torch
+def test_the_captured_fadd_and_fmul_pairs_come_out_of_the_torch_operators(tmp_path: Path) -> None:
+    # The same hardware captures, through netroot::add and netroot::mul (float32 bit patterns,
+    # NaN operands included, padded to 16 lanes, on the emulator): the results bit for bit.
+    from tests.unit.qpu.test_qpu_captures import CAPTURES
+
+    def signed(v: int) -> int:
+        return v - (1 << 32) if v & 0x80000000 else v
+
+    pairs = {op: [tuple(map(signed, p)) for p in CAPTURES[name]]
+             for op, name in (("add", "FADD"), ("mul", "FMUL"))}  # fmt: skip
+    result = run_torch(THROUGH_TORCH.replace("PAIRS", repr(pairs)), tmp_path)
+    assert result == {"add": [], "mul": []}
+
+
+OVERFLOW = """
+import json, torch
+from netroot.qpu import torchcheck as t
+inf, big = float("inf"), t.FLT_MAX
+a = torch.tensor([big, big, 1.0])
+b = torch.tensor([big * 2**-24, big, 2.0])  # exact: (FLT_MAX, 2^128), beyond 2^128, 3
+exact = a.double() + b.double()
+c = a + b  # torch: inf, inf, 3
+cases = {
+    "qpu": torch.tensor([big, inf, 3.0]),  # saturates, overflows, exact
+    "saturates_beyond_2_128": torch.tensor([big, big, 3.0]),  # FLT_MAX for 2^129: wrong
+    "nan": torch.tensor([big, inf, float("nan")]),
+    "wrong_sign": torch.tensor([-big, inf, 3.0]),
+}
+bound = c.double().abs() * t.ULP + t.FLT_MIN
+print(json.dumps({k: list(t._float_errors(q, c, exact, bound)) for k, q in cases.items()}))
+"""
+
+
+@needs_torch
+def test_only_the_qpus_own_overflow_is_excused(tmp_path: Path) -> None:
+    result = run_torch(OVERFLOW, tmp_path)
+    assert result["qpu"] == [0.0, 0.0, 1]
+    inf = float("inf")
+    assert result["saturates_beyond_2_128"] == [inf, inf, 1]  # the first still saturates
+    assert result["nan"] == [inf, inf, 1]
+    assert result["wrong_sign"] == [inf, inf, 0]
 
 
 BOUND = """
@@ -81,8 +170,8 @@ class Off:
     def _toward_zero(self, c):
         if c.dtype != torch.float32:
             return c
-        for _ in range(self.steps):
-            c = torch.nextafter(c, torch.zeros_like(c))
+        for _ in range(self.steps):  # finite results only: an overflow stays torch's infinity
+            c = torch.where(c.isinf(), c, torch.nextafter(c, torch.zeros_like(c)))
         return c
     def add(self, a, b):
         return self._toward_zero(a + b)
