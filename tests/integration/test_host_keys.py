@@ -86,6 +86,7 @@ def test_ansible_refuses_unknown_or_wrong_key(host: NetnsHost, tmp_path: Path, k
                             "netroot_nfs_server_manage_service": False,
                             "netroot_nfs_server_bin_dir": str(tmp_path / "bin"),
                             "netroot_nfs_server_install_packages": False,
+                            "netroot_nfs_server_nfsd_conf": str(tmp_path / "netroot.conf"),
                         }
                     }
                 },

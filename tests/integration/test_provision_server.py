@@ -69,6 +69,7 @@ def _inventory(host: NetnsHost, tmp: Path, server_vars: dict[str, Any]) -> Path:
                             "netroot_nfs_server_bin_dir": str(tmp / "bin"),
                             "netroot_nfs_server_install_packages": False,
                             "netroot_nfs_server_state_file": str(tmp / "nfs-server.state"),
+                            "netroot_nfs_server_nfsd_conf": str(tmp / "nfs.conf.d/netroot.conf"),
                             **server_vars,
                         }
                     }
@@ -241,6 +242,9 @@ def test_kernel_exports_keep_hand_written_lines_byte_for_byte(
     )
     result = _run(inventory, ["nfs-t"])
     assert result.exit_code == Exit.OK, result.as_dict()
+    # Two boards: the floor of 16 nfsd threads.
+    nfsd_conf = (tmp_path / "nfs.conf.d" / "netroot.conf").read_text().splitlines()
+    assert nfsd_conf[1:] == ["[nfsd]", "threads = 16"]
     data = exports.read_bytes()
     assert data.startswith(HAND_WRITTEN_EXPORTS.encode())
     block = data[len(HAND_WRITTEN_EXPORTS) :].decode()
