@@ -1,21 +1,17 @@
-"""The inventory: one standard Ansible YAML inventory, validated on load (pure but for reading)."""
+"""The inventory's model (hosts, boards, NFS servers) and netroot's checks on it (pure)."""
 
 from __future__ import annotations
 
 import ipaddress
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from netroot import bootmode
 from netroot.bootmode import BootMode
 from netroot.errors import UsageError
-from netroot.paths import lab_inventory
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 MAC_RE = re.compile(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
@@ -110,6 +106,12 @@ class Inventory:
     groups: Mapping[str, frozenset[str]]
     boards: Mapping[str, Board] = field(default_factory=dict)
     servers: Mapping[str, NfsServer] = field(default_factory=dict)
+    # What the loader found suspicious but Ansible accepts (a key written twice, an unknown
+    # netroot_* variable), each naming its file and line; also logged as warnings.
+    warnings: tuple[str, ...] = ()
+    # The vault password files that decrypted it (as Ansible found them), for the runs that
+    # must decrypt the same values.
+    vault_password_files: tuple[str, ...] = ()
 
     def expand(
         self, targets: list[str], all_hosts: bool = False, *, boards: bool = False
@@ -168,88 +170,22 @@ class Inventory:
         return [s for n, s in self.servers.items() if n in names]
 
 
-def default_path() -> Path:
-    """`NETROOT_INVENTORY`, else the virtual lab's inventory."""
-    env = os.environ.get("NETROOT_INVENTORY")
-    return Path(env) if env else lab_inventory()
-
-
-def load(path: Path | None = None) -> Inventory:
-    """Read and validate an inventory file."""
-    path = path or default_path()
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise UsageError(
-            f"inventory {path} not found",
-            "pass -i FILE, set NETROOT_INVENTORY, or start the virtual lab with `netroot lab up`",
-        ) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InventoryError(f"{path}: not valid YAML: {exc}".splitlines()[0]) from None
-    return parse(data, path)
-
-
-def _walk(
-    name: str,
-    node: Any,
-    inherited: dict[str, Any],
-    path: Path,
-    hosts: dict[str, dict[str, Any]],
-    host_groups: dict[str, set[str]],
-    groups: dict[str, set[str]],
-    lineage: tuple[str, ...],
-) -> None:
-    if node is None:
-        node = {}
-    if not isinstance(node, dict):
-        raise InventoryError(f"{path}: group {name!r} must be a mapping")
-    gvars = node.get("vars") or {}
-    if not isinstance(gvars, dict):
-        raise InventoryError(f"{path}: group {name!r}: 'vars' must be a mapping")
-    merged = {**inherited, **gvars}
-    members = groups.setdefault(name, set())
-    for hname, hvars in (node.get("hosts") or {}).items():
-        hname = str(hname)
-        if hvars is not None and not isinstance(hvars, dict):
-            raise InventoryError(f"{path}: host {hname!r}: vars must be a mapping")
-        current = hosts.setdefault(hname, {})
-        hosts[hname] = {**merged, **current, **(hvars or {})}
-        for g in (*lineage, name):
-            host_groups.setdefault(hname, set()).add(g)
-            groups.setdefault(g, set()).add(hname)
-        members.add(hname)
-    for cname, child in (node.get("children") or {}).items():
-        _walk(str(cname), child, merged, path, hosts, host_groups, groups, (*lineage, name))
-
-
-def _field(host: str, key: str, expected: str, value: Any, path: Path) -> InventoryError:
-    return InventoryError(f"{path}: host {host}: {key} = {value!r}: expected {expected}")
-
-
-def parse(data: Any, path: Path) -> Inventory:
-    """Validate parsed YAML into an Inventory; every error names host, field and expectation."""
-    if not isinstance(data, dict) or "all" not in data:
-        raise InventoryError(f"{path}: expected an Ansible YAML inventory with a top-level 'all'")
-    hosts: dict[str, dict[str, Any]] = {}
-    host_groups: dict[str, set[str]] = {}
-    groups: dict[str, set[str]] = {}
-    _walk("all", data["all"], {}, path, hosts, host_groups, groups, ())
-    host_objs = {n: Host(n, v, frozenset(host_groups.get(n, set()))) for n, v in hosts.items()}
-    boards = {n: _board(h, path) for n, h in host_objs.items() if "boards" in h.groups}
-    servers = {n: _server(h, path) for n, h in host_objs.items() if "nfs_servers" in h.groups}
+def validate(
+    path: Path, hosts: Mapping[str, Host], groups: Mapping[str, frozenset[str]]
+) -> Inventory:
+    """netroot's checks on the merged inventory (every variable already as Ansible gives it);
+    every error names the inventory, the host, the variable and what was expected."""
+    boards = {n: _board(h, path) for n, h in hosts.items() if "boards" in h.groups}
+    servers = {n: _server(h, path) for n, h in hosts.items() if "nfs_servers" in h.groups}
     boards = _place_boards(boards, servers, path)
     _check_one_home(servers, path)
     _check_unique_addresses(boards, path)
     _check_unique_ids(boards, path)
-    return Inventory(
-        path=path,
-        hosts=host_objs,
-        groups={g: frozenset(m) for g, m in groups.items()},
-        boards=boards,
-        servers=servers,
-    )
+    return Inventory(path=path, hosts=hosts, groups=groups, boards=boards, servers=servers)
+
+
+def _field(host: str, key: str, expected: str, value: Any, path: Path) -> InventoryError:
+    return InventoryError(f"{path}: host {host}: {key} = {value!r}: expected {expected}")
 
 
 def _address(host: Host, key: str, path: Path) -> str:
