@@ -67,8 +67,9 @@ def playbook_dir() -> Path:
     return project_file("playbooks")
 
 
-def load(path: Path | None = None) -> Inventory:
-    """Read an inventory file or directory with Ansible and check it."""
+def load(path: Path | None = None, *, playbooks: Path | None = None) -> Inventory:
+    """Read an inventory file or directory with Ansible and check it (`playbooks`: where
+    the playbooks run from, netroot's own by default)."""
     from dataclasses import replace
 
     from netroot.inventory.reader import read
@@ -80,7 +81,7 @@ def load(path: Path | None = None) -> Inventory:
             "pass -i FILE or DIRECTORY, set NETROOT_INVENTORY, or start the virtual lab with "
             "`netroot lab up`",
         )
-    found = read(path, playbook_dir())
+    found = read(path, playbooks or playbook_dir())
     for warning in found.warnings:
         log.warning("%s", warning)
     inventory = validate(path, found.hosts, found.groups)

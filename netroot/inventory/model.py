@@ -185,7 +185,11 @@ def validate(
 
 
 def _field(host: str, key: str, expected: str, value: Any, path: Path) -> InventoryError:
-    return InventoryError(f"{path}: host {host}: {key} = {value!r}: expected {expected}")
+    hint = ""
+    if expected == "true or false" and isinstance(value, str):
+        # INI: a [group:vars] value is a string; netroot never guesses what "false" meant.
+        hint = "in INI, put it on the host line as True/False, or in YAML (group_vars/)"
+    return InventoryError(f"{path}: host {host}: {key} = {value!r}: expected {expected}", hint)
 
 
 def _address(host: Host, key: str, path: Path) -> str:

@@ -93,10 +93,14 @@ def _read(path: Path, playbook_dir: Path, captured: Any, notes: list[str]) -> Re
 
     loader = DataLoader()
     loader.set_basedir(str(playbook_dir))
-    files = [C.DEFAULT_VAULT_PASSWORD_FILE] if C.DEFAULT_VAULT_PASSWORD_FILE else []
+    # Asked of Ansible's configuration now, not read from its constants (set once, when ansible
+    # is first imported), so that the environment of this call counts.
+    password_file = C.config.get_config_value("DEFAULT_VAULT_PASSWORD_FILE")
+    files = [str(password_file)] if password_file else []
     secrets = CLI.setup_vault_secrets(
         loader,
-        vault_ids=list(C.DEFAULT_VAULT_IDENTITY_LIST),
+        vault_ids=list(C.config.get_config_value("DEFAULT_VAULT_IDENTITY_LIST") or []),
+        vault_password_files=list(files),
         auto_prompt=False,
         initialize_context=False,  # once per process only; set below for this read alone
     )
@@ -121,7 +125,7 @@ def _read(path: Path, playbook_dir: Path, captured: Any, notes: list[str]) -> Re
     notes.extend(_forwarded(captured))
     notes.extend(_unknown(origins))
     groups = {g: frozenset(members) for g, members in manager.get_groups_dict().items()}
-    return Read(hosts, groups, tuple(dict.fromkeys(notes)), tuple(str(f) for f in files))
+    return Read(hosts, groups, tuple(dict.fromkeys(notes)), tuple(files))
 
 
 def _parse(path: Path, loader: Any, captured: Any, notes: list[str]) -> Any:
