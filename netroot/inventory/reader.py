@@ -44,6 +44,8 @@ from netroot.inventory.model import Host, InventoryError
 from netroot.inventory.variables import BY_NAME, INVENTORY_SCOPES
 
 CONNECTION_PREFIX = "ansible_"
+# Ansible's warnings that netroot's own errors already say better.
+QUIET = ("No inventory was parsed", "Unable to parse ")
 
 
 @dataclass(frozen=True)
@@ -73,25 +75,45 @@ def read(path: Path, playbook_dir: Path) -> Read:
                 "pip install 'ansible-core>=2.19'",
             ) from None
     notes: list[str] = []
+    loader = _loader()
     try:
         with DeferredWarningContext(variables={}) as captured:
-            found = _read(path, playbook_dir, captured, notes)
+            found = _read(path, playbook_dir, loader, captured, notes)
     except AnsibleError as exc:
-        raise InventoryError(f"{path}: {_one_line(exc)}", _hint(exc)) from None
+        # A vars file that fails (a vault without its password) is named by Ansible nowhere.
+        where = loader.failed or path
+        raise InventoryError(f"{where}: {_one_line(exc)}", _hint(exc)) from None
     except (UnicodeDecodeError, OSError) as exc:
         raise InventoryError(f"{path}: cannot read it: {_one_line(exc)}") from None
     return found
 
 
-def _read(path: Path, playbook_dir: Path, captured: Any, notes: list[str]) -> Read:
+def _loader() -> Any:
+    """Ansible's DataLoader, remembering the file it failed to load."""
+    from ansible.parsing.dataloader import DataLoader
+
+    class Loader(DataLoader):  # type: ignore[misc]
+        failed: str | None = None
+
+        def load_from_file(self, file_name: str, *args: Any, **kwargs: Any) -> Any:
+            try:
+                loaded = super().load_from_file(file_name, *args, **kwargs)
+            except Exception:
+                self.failed = file_name
+                raise
+            self.failed = None  # a plugin that declined a file is not what failed later
+            return loaded
+
+    return Loader()
+
+
+def _read(path: Path, playbook_dir: Path, loader: Any, captured: Any, notes: list[str]) -> Read:
     from ansible import constants as C
     from ansible.cli import CLI
-    from ansible.parsing.dataloader import DataLoader
     from ansible.parsing.vault import VaultSecretsContext
     from ansible.vars.hostvars import HostVars
     from ansible.vars.manager import VariableManager
 
-    loader = DataLoader()
     loader.set_basedir(str(playbook_dir))
     # Asked of Ansible's configuration now, not read from its constants (set once, when ansible
     # is first imported), so that the environment of this call counts.
@@ -121,7 +143,11 @@ def _read(path: Path, playbook_dir: Path, captured: Any, notes: list[str]) -> Re
     finally:
         VaultSecretsContext._current = previous
     if not hosts:
-        raise InventoryError(f"{path}: no hosts in it", "see the example inventory in docs/")
+        said = _forwarded(captured)  # why, when Ansible said (a key it skipped, ...)
+        raise InventoryError(
+            f"{path}: no hosts in it" + (f" ({said[0]})" if said else ""),
+            "an inventory names its hosts (YAML: all: children: GROUP: hosts: NAME:)",
+        )
     notes.extend(_forwarded(captured))
     notes.extend(_unknown(origins))
     groups = {g: frozenset(members) for g, members in manager.get_groups_dict().items()}
@@ -135,6 +161,7 @@ def _parse(path: Path, loader: Any, captured: Any, notes: list[str]) -> Any:
 
     class Manager(InventoryManager):  # type: ignore[misc]
         def parse_source(self, source: str, cache: bool = False) -> bool:
+            _text_or_script(source)
             before = len(captured.get_warnings())
             parsed = bool(super().parse_source(source, cache=cache))
             if not parsed and not os.path.isdir(source):
@@ -149,6 +176,24 @@ def _parse(path: Path, loader: Any, captured: Any, notes: list[str]) -> Any:
     data.set_variable = _noting_twice(data, data.set_variable, notes)
     manager.parse_sources(cache=False)
     return manager
+
+
+def _text_or_script(source: str) -> None:
+    """Ansible's INI plugin reads a binary file's bytes as host names (a deprecation warning
+    only): a file of an inventory must be UTF-8 text, unless it is an inventory script."""
+    if os.path.isdir(source) or not os.path.isfile(source) or os.access(source, os.X_OK):
+        return
+    with open(source, "rb") as f:
+        data = f.read()
+    try:
+        if b"\0" in data:
+            raise UnicodeDecodeError("utf-8", data, data.index(b"\0"), len(data), "a NUL byte")
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InventoryError(
+            f"{source}: not an inventory: binary or not UTF-8 (byte {exc.start})",
+            "an inventory is text: YAML or INI (or an executable inventory script)",
+        ) from None
 
 
 def _noting_twice(
@@ -258,6 +303,8 @@ def _forwarded(captured: Any) -> list[str]:
     out = []
     for summary in captured.get_warnings():
         event = summary.event
+        if str(event.msg).startswith(QUIET):
+            continue
         context = (event.formatted_source_context or "").splitlines()
         origin = context[0].removeprefix("Origin: ") if context else ""
         out.append(f"{_strip_column(origin)}: {event.msg}" if origin else str(event.msg))
