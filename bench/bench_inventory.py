@@ -8,8 +8,8 @@ per board, one value templated). Each is read by netroot's loader (`netroot.inve
 Ansible's InventoryManager, VariableManager and Templar, then netroot's checks), warm (ansible
 already imported: the median of RUNS reads in this process) and cold (a fresh interpreter
 that imports netroot.inventory and loads it, as one CLI command does: the median of 3), and,
-for the file, by the loader before issue 35 (bench/baseline/inventory_before.py, its own YAML
-walker). Prints JSON: seconds and the ratios new/old.
+for the file, warm and cold, by the loader before issue 35 (its own YAML walker:
+bench/baseline/inventory_before.py). Prints JSON: seconds and the ratios new/old.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from netroot.inventory import load
 
 COLD = (
     "import sys, time\nt = time.perf_counter()\nfrom pathlib import Path\n"
-    "from netroot.inventory import load\nload(Path(sys.argv[1]))\n"
+    "from {module} import load\nload(Path(sys.argv[1]))\n"
     "print(time.perf_counter() - t)"
 )
 
@@ -83,10 +83,10 @@ def _median(read: Callable[[], object], runs: int) -> float:
     return statistics.median(times)
 
 
-def _cold(path: Path) -> float:
+def _cold(path: Path, module: str = "netroot.inventory") -> float:
     times = []
     for _ in range(3):
-        done = subprocess.run([sys.executable, "-c", COLD, str(path)],
+        done = subprocess.run([sys.executable, "-c", COLD.format(module=module), str(path)],
                               capture_output=True, text=True, check=True)  # fmt: skip
         times.append(float(done.stdout.strip()))
     return statistics.median(times)
@@ -105,16 +105,18 @@ def main() -> None:
         warm = _median(lambda: load(file), args.runs)
         warm_dir = _median(lambda: load(directory), args.runs)
         cold, cold_dir = _cold(file), _cold(directory)
+        cold_before = _cold(file, "bench.baseline.inventory_before")
     result = {
         "boards": args.boards,
         "runs": args.runs,
-        "before_file_s": round(before, 4),
+        "before_file_warm_s": round(before, 4),
+        "before_file_cold_s": round(cold_before, 4),
         "file_warm_s": round(warm, 4),
         "file_cold_s": round(cold, 4),
         "directory_warm_s": round(warm_dir, 4),
         "directory_cold_s": round(cold_dir, 4),
         "ratio_file_warm": round(warm / before, 1),
-        "ratio_file_cold": round(cold / before, 1),
+        "ratio_file_cold": round(cold / cold_before, 1),
     }
     print(json.dumps(result, indent=2))
 
