@@ -54,6 +54,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+# Each warning is logged once per process: some callers (a smoke worker per board) load the
+# same inventory again.
+_logged: set[str] = set()
 
 
 def default_path() -> Path:
@@ -83,7 +86,9 @@ def load(path: Path | None = None, *, playbooks: Path | None = None) -> Inventor
         )
     found = read(path, playbooks or playbook_dir())
     for warning in found.warnings:
-        log.warning("%s", warning)
+        if warning not in _logged:
+            _logged.add(warning)
+            log.warning("%s", warning)
     inventory = validate(path, found.hosts, found.groups)
     return replace(
         inventory, warnings=found.warnings, vault_password_files=found.vault_password_files

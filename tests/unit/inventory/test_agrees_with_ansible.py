@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import netroot.inventory
 from netroot.inventory import Inventory, load
 from tests.unit.inventory.ansiblekit import (
     FIXTURES,
@@ -93,6 +94,7 @@ def test_vault_values_are_decrypted(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_written_twice_and_misspelt_are_warned_with_file_and_line(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    monkeypatch.setattr(netroot.inventory, "_logged", set())
     inv, _ = _both("duplicate", monkeypatch)
     a, b = FIXTURES / "duplicate" / "a.yml", FIXTURES / "duplicate" / "b.yml"
     assert inv.boards["pi-01"].image == "second" and inv.boards["pi-02"].address == "10.60.0.22"
@@ -102,9 +104,10 @@ def test_written_twice_and_misspelt_are_warned_with_file_and_line(
     assert f"{b}:12: netroot_imgae is not a netroot variable: ignored (did you mean "\
         "netroot_image?)" in inv.warnings  # fmt: skip
     assert len(inv.warnings) == 3
-    assert [r.getMessage() for r in caplog.records if r.name == "netroot.inventory"] == list(
-        inv.warnings
-    )
+    logged = [r.getMessage() for r in caplog.records if r.name == "netroot.inventory"]
+    assert logged == list(inv.warnings)
+    load(CASES["duplicate"][0])  # again, as a smoke worker per board does: logged once
+    assert [r.getMessage() for r in caplog.records if r.name == "netroot.inventory"] == logged
 
 
 def test_a_clean_inventory_has_no_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
