@@ -34,6 +34,8 @@ class Host:
     name: str
     vars: Mapping[str, Any]
     groups: frozenset[str]
+    # Where each variable is written (file:line), when Ansible knows: errors name it.
+    origins: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def ssh_host(self) -> str:
@@ -184,12 +186,17 @@ def validate(
     return Inventory(path=path, hosts=hosts, groups=groups, boards=boards, servers=servers)
 
 
-def _field(host: str, key: str, expected: str, value: Any, path: Path) -> InventoryError:
+def _field(host: Host, key: str, expected: str, value: Any, path: Path) -> InventoryError:
+    """The error for a bad value: where it is written (file:line, else the inventory), the
+    host, the variable, the value and what was expected."""
+    where = host.origins.get(key) or str(path)
     hint = ""
     if expected == "true or false" and isinstance(value, str):
         # INI: a [group:vars] value is a string; netroot never guesses what "false" meant.
         hint = "in INI, put it on the host line as True/False, or in YAML (group_vars/)"
-    return InventoryError(f"{path}: host {host}: {key} = {value!r}: expected {expected}", hint)
+    return InventoryError(
+        f"{where}: host {host.name}: {key} = {value!r}: expected {expected}", hint
+    )
 
 
 def _address(host: Host, key: str, path: Path) -> str:
@@ -197,40 +204,40 @@ def _address(host: Host, key: str, path: Path) -> str:
     try:
         return str(ipaddress.ip_address(str(value)))
     except ValueError:
-        raise _field(
-            host.name, key, "an IP address (exports are limited to it)", value, path
-        ) from None
+        origin = host.origins.get(key if key in host.vars else "ansible_host")
+        named = replace(host, origins={key: origin} if origin else {})
+        raise _field(named, key, "an IP address (exports are limited to it)", value, path) from None
 
 
 def _board(host: Host, path: Path) -> Board:
     if not NAME_RE.match(host.name):
         expected = "lowercase letters, digits, '.', '_' or '-'"
-        raise _field(host.name, "name", expected, host.name, path)
+        raise _field(host, "name", expected, host.name, path)
     image = host.vars.get("netroot_image", "raspbian")
     if not isinstance(image, str) or not NAME_RE.match(image):
-        raise _field(host.name, "netroot_image", "an export name like 'raspbian'", image, path)
+        raise _field(host, "netroot_image", "an export name like 'raspbian'", image, path)
     version = host.vars.get("netroot_version")
     if version is not None and (not isinstance(version, str) or not VERSION_RE.match(version)):
-        raise _field(host.name, "netroot_version", "a version id (hex) or nothing", version, path)
+        raise _field(host, "netroot_version", "a version id (hex) or nothing", version, path)
     qpu = host.vars.get("netroot_qpu", False)
     if not isinstance(qpu, bool):
-        raise _field(host.name, "netroot_qpu", "true or false", qpu, path)
+        raise _field(host, "netroot_qpu", "true or false", qpu, path)
     mac = host.vars.get("netroot_mac")
     if mac is not None and (not isinstance(mac, str) or not MAC_RE.match(mac.lower())):
-        raise _field(host.name, "netroot_mac", "a MAC like b8:27:eb:12:34:56", mac, path)
+        raise _field(host, "netroot_mac", "a MAC like b8:27:eb:12:34:56", mac, path)
     serial = host.vars.get("netroot_serial")
     # YAML reads an all-digit serial as an int (and 0-led ones as octal): only a string is safe.
     if serial is not None and (not isinstance(serial, str) or not SERIAL_RE.match(serial.lower())):
         raise _field(
-            host.name, "netroot_serial", "8 hex digits, quoted (last 8 of Serial in /proc/cpuinfo)",
+            host, "netroot_serial", "8 hex digits, quoted (last 8 of Serial in /proc/cpuinfo)",
             serial, path,
         )  # fmt: skip
     boot = host.vars.get("netroot_boot", bootmode.DEFAULT)
     if boot not in BOOT_MODES:
-        raise _field(host.name, "netroot_boot", " or ".join(BOOT_MODES), boot, path)
+        raise _field(host, "netroot_boot", " or ".join(BOOT_MODES), boot, path)
     for key in bootmode.of(boot).required_vars:
         if host.vars.get(key) is None:
-            raise _field(host.name, key, f"set: netroot_boot is {boot}", None, path)
+            raise _field(host, key, f"set: netroot_boot is {boot}", None, path)
     return Board(
         host=host,
         address=_address(host, "netroot_address", path),
@@ -250,22 +257,22 @@ def _absolute(value: Any) -> bool:
 def _server(host: Host, path: Path) -> NfsServer:
     root = host.vars.get("netroot_export_root", "/srv/netroot")
     if not _absolute(root):
-        raise _field(host.name, "netroot_export_root", "an absolute path", root, path)
+        raise _field(host, "netroot_export_root", "an absolute path", root, path)
     backend = host.vars.get("netroot_nfs_backend", "kernel")
     if backend not in BACKENDS:
-        raise _field(host.name, "netroot_nfs_backend", " or ".join(BACKENDS), backend, path)
+        raise _field(host, "netroot_nfs_backend", " or ".join(BACKENDS), backend, path)
     tftp_root = host.vars.get("netroot_tftp_root", "/srv/netroot-tftp")
     if not _absolute(tftp_root):
-        raise _field(host.name, "netroot_tftp_root", "an absolute path", tftp_root, path)
+        raise _field(host, "netroot_tftp_root", "an absolute path", tftp_root, path)
     remote = host.vars.get("netroot_export_remote", False)
     home = host.vars.get("netroot_fleet_home", False)
     for key, flag in (("netroot_export_remote", remote), ("netroot_fleet_home", home)):
         if not isinstance(flag, bool):
-            raise _field(host.name, key, "true or false", flag, path)
+            raise _field(host, key, "true or false", flag, path)
     batch = host.vars.get("netroot_server_reboot_batch", REBOOT_BATCH)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         expected = f"a whole number >= 1 (boards of this server rebooting at once; {REBOOT_BATCH})"
-        raise _field(host.name, "netroot_server_reboot_batch", expected, batch, path)
+        raise _field(host, "netroot_server_reboot_batch", expected, batch, path)
     return NfsServer(
         host=host,
         remote=remote,

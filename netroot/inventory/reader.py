@@ -135,11 +135,10 @@ def _read(path: Path, playbook_dir: Path, loader: Any, captured: Any, notes: lis
         variables = VariableManager(loader=loader, inventory=manager)
         HostVars(inventory=manager, variable_manager=variables, loader=loader)
         hosts: dict[str, Host] = {}
-        origins: dict[str, dict[str, str]] = {}
         for name, h in manager.hosts.items():
             everything = variables.get_vars(host=h, stage="all")
-            values, origins[name] = _host_vars(path, name, everything, loader, C)
-            hosts[name] = Host(name, values, frozenset(g.name for g in h.get_groups()))
+            values, origins = _host_vars(path, name, everything, loader, C)
+            hosts[name] = Host(name, values, frozenset(g.name for g in h.get_groups()), origins)
     finally:
         VaultSecretsContext._current = previous
     if not hosts:
@@ -149,9 +148,9 @@ def _read(path: Path, playbook_dir: Path, loader: Any, captured: Any, notes: lis
             "an inventory names its hosts (YAML: all: children: GROUP: hosts: NAME:)",
         )
     notes.extend(_forwarded(captured))
-    notes.extend(_unknown(origins))
-    groups = {g: frozenset(members) for g, members in manager.get_groups_dict().items()}
-    return Read(hosts, groups, tuple(dict.fromkeys(notes)), tuple(files))
+    notes.extend(_unknown(hosts))
+    members = {g: frozenset(names) for g, names in manager.get_groups_dict().items()}
+    return Read(hosts, members, tuple(dict.fromkeys(notes)), tuple(files))
 
 
 def _parse(path: Path, loader: Any, captured: Any, notes: list[str]) -> Any:
@@ -222,7 +221,7 @@ def _host_vars(
     path: Path, host: str, everything: Mapping[str, Any], loader: Any, C: Any
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The variables `ansible-inventory --host` shows, each rendered and decrypted, and where
-    each netroot_* one is written."""
+    each is written (when Ansible knows)."""
     from ansible.errors import AnsibleError
     from ansible.parsing.vault import AnsibleVaultError, EncryptedString
     from ansible.template import Templar
@@ -233,8 +232,9 @@ def _host_vars(
     for key, value in everything.items():
         if key in C.INTERNAL_STATIC_VARS:
             continue
-        if key.startswith("netroot_"):
-            origins[str(key)] = _where(key) or _where(value) or f"host {host}"
+        where = _where(key) or _where(value)
+        if where:
+            origins[str(key)] = where
         try:
             out[str(key)] = _plain(templar.template(value))
         except AnsibleError as exc:
@@ -277,15 +277,16 @@ def _where(value: Any) -> str | None:
     return f"{origin.path}:{origin.line_num}" if origin.line_num else str(origin.path)
 
 
-def _unknown(origins: Mapping[str, Mapping[str, str]]) -> list[str]:
+def _unknown(hosts: Mapping[str, Host]) -> list[str]:
     """A warning for each netroot_* variable that is no inventory variable (misspelt, or
     one netroot sets at run time), once per place it is written."""
     names = [n for n, v in BY_NAME.items() if v.scope in INVENTORY_SCOPES]
     out: list[str] = []
-    for keys in origins.values():
-        for key, where in keys.items():
-            if key in names:
+    for host in hosts.values():
+        for key in host.vars:
+            if not key.startswith("netroot_") or key in names:
                 continue
+            where = host.origins.get(key, f"host {host.name}")
             known = BY_NAME.get(key)
             if known is not None:
                 why = f"is set by netroot at run time ({known.meaning}); this value is overridden"
