@@ -10,23 +10,29 @@ What is read, as `ansible-playbook` reads it when netroot runs a playbook:
   shows (no play, so no role defaults, play vars or extra vars);
 - vault-encrypted values, with the secrets Ansible finds itself: ANSIBLE_VAULT_PASSWORD_FILE
   or ANSIBLE_VAULT_IDENTITY_LIST, else vault_password_file / vault_identity_list of the
-  ansible.cfg Ansible reads. Never a prompt: netroot runs from scripts and CI.
+  ansible.cfg Ansible reads. Never a prompt: netroot runs from scripts and CI. (netroot's
+  playbook runs point ANSIBLE_CONFIG at playbooks/ansible.cfg, so a user's ansible.cfg does
+  not reach them: Inventory.vault_password_files names the files that decrypted this read.)
 
 Templated values ("{{ ... }}") are rendered with Ansible's Templar, with the host's variables,
 `hostvars` and `groups`. `ansible-inventory --host` shows them as written, but netroot needs the
 real values (a board's address is what its NFS export is limited to), so a value here is what
-`ansible HOST -m debug -a var=NAME` prints. A template that cannot be rendered without a play
-(a fact, an undefined name) is an error for netroot_* and connection (ansible_*) variables,
-which netroot uses; any other variable keeps its text (a playbook fails on it only if a task
-uses it). A vault value that cannot be decrypted is always an error.
+`ansible HOST -m debug -a var=NAME` prints (tests/unit/inventory compares with both: the
+written value where it is plain, the rendered one where it is a template or a vault). A
+template that cannot be rendered without a play (a fact, an undefined name) is an error for
+netroot_* and connection (ansible_*) variables, which netroot uses; any other variable keeps
+its text (a playbook fails on it only if a task uses it). A vault value that cannot be
+decrypted is always an error.
 
 Stricter than Ansible where it only warns and goes on: a file that no inventory plugin can
-parse is an error (Ansible would run without its hosts). Warnings, each naming a file and
+parse, or a binary one (Ansible's INI plugin takes its bytes for host names), is an error
+(Ansible would run without its hosts). Warnings, each naming a file and
 line: a key written twice (Ansible's own warning), a host's variable set in two places (Ansible
 keeps the last), a netroot_* variable that netroot does not know (variables.py).
 
-Cost: importing ansible-core takes about 0.4 s, so it is imported here, in `read`, never at
-netroot's import; bench/bench_inventory.py measures a 100-board inventory.
+Cost: importing ansible-core takes about half a second, so it is imported here, in `read`,
+never at netroot's import (`netroot --help` stays instant); bench/bench_inventory.py measures
+a 100-board inventory against the loader this one replaced.
 """
 
 from __future__ import annotations
