@@ -138,3 +138,13 @@ def test_parse_means_what_the_same_file_means(tmp_path: Path) -> None:
     # Two sibling groups: Ansible sorts them by name, the later one wins.
     assert parse(data, tmp_path / "inv.yml").boards["pi-01"].image == "from-b"
     assert parse(data, tmp_path / "inv.yml").boards["pi-01"].address == "10.70.0.11"
+
+
+def test_beside_the_playbook_is_where_netroot_runs_its_playbooks() -> None:
+    """load() reads group_vars/ and host_vars/ beside the playbooks ansible-runner runs
+    (adapters/ansible.py: project_dir), as ansible-playbook does."""
+    from netroot.inventory import playbook_dir
+    from netroot.paths import project_file
+
+    assert playbook_dir() == project_file("playbooks") == PLAYBOOKS
+    assert (PLAYBOOKS / "site.yml").is_file()
