@@ -38,7 +38,7 @@ def _root(
         "-i",
         "--inventory",
         envvar="NETROOT_INVENTORY",
-        help="Ansible YAML inventory (default: the virtual lab's).",
+        help="Ansible inventory: a file (YAML, INI) or a directory (default: the lab's).",
     ),
     verbose: int = typer.Option(0, "-v", "--verbose", count=True, help="More detail on stderr."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="Only errors on stderr."),

@@ -1,4 +1,5 @@
-"""The inventory: one standard Ansible YAML inventory, validated on load (pure but for reading)."""
+"""netroot/inventory.py before issue 35 (commit a7bb195): its own YAML walker, kept as the
+baseline of bench/bench_inventory.py. Not used by netroot."""
 
 from __future__ import annotations
 

@@ -96,7 +96,7 @@ def test_load_missing_and_bad_yaml(tmp_path: Path) -> None:
         load(tmp_path / "nope.yml")
     bad = tmp_path / "bad.yml"
     bad.write_text("all: [\n")
-    with pytest.raises(InventoryError, match="not valid YAML"):
+    with pytest.raises(InventoryError, match="not a YAML inventory Ansible can read"):
         load(bad)
     good = tmp_path / "good.yml"
     good.write_text(yaml.safe_dump(inv({"pi-01": {"ansible_host": "10.0.0.1"}})))
