@@ -75,6 +75,8 @@ netroot_server_reboot_batch | server | 10 | At most this many of its boards rebo
     once.
 netroot_nfs_export_ids | server | {} | Image name -> fixed ganesha Export_Id, when the derived
     one must be overridden.
+netroot_nfs_threads | server | one per board served, 16 to 128 | nfsd threads of a kernel
+    server (ganesha keeps its own 256 workers).
 netroot_dnsmasq_interface | server | - | The interface facing netboot boards (required when a
     board netboots).
 netroot_dnsmasq_network | server | - | Netboot boards' subnet, like 10.88.0.0/24 (required when a
@@ -135,6 +137,9 @@ netroot_nfs_server_install_packages | server-role | true | apt-get the backend's
 netroot_nfs_server_manage_service | server-role | true | Start the server and apply changes
     (exportfs -ra / restart).
 netroot_nfs_server_exports_file | server-role | /etc/exports | The kernel server's exports.
+netroot_nfs_server_threads | server-role | netroot_nfs_threads | See netroot_nfs_threads.
+netroot_nfs_server_nfsd_conf | server-role | /etc/nfs.conf.d/netroot.conf | Where a kernel
+    server's [nfsd] threads are written.
 netroot_nfs_server_ganesha_conf | server-role | /etc/ganesha/ganesha.conf | ganesha's
     configuration.
 netroot_nfs_server_ganesha_pidfile | server-role | /run/netroot-ganesha.pid | ganesha's PID file
@@ -175,6 +180,7 @@ netroot_board_tftp_request | internal | - | roles/netroot_board: set_fact
 netroot_board_booted_version | internal | - | roles/netroot_board: set_fact
 netroot_board_hung | internal | - | roles/netroot_board: set_fact
 netroot_board_mounted_version | internal | - | roles/netroot_board: set_fact
+netroot_nfs_server_threads_written | internal | - | roles/netroot_nfs_server: register
 netroot_board_defer_mount | internal | - | roles/netroot_board: set_fact
 netroot_board_tftp | internal | - | roles/netroot_board: register
 netroot_board_booted | internal | - | roles/netroot_board: register
@@ -224,6 +230,15 @@ NOT_VARIABLES: dict[str, str] = {
     "netroot_board": "the board role's name",
     "netroot_reboot": "the board role's action plugin (action_plugins/netroot_reboot.py)",
     "netroot_chroot_installed": "a smoke check's name",
+    **{
+        name: "a Prometheus metric (netroot/fleet/metrics.py)"
+        for name in (
+            "netroot_board_up", "netroot_board_version_info", "netroot_board_in_line",
+            "netroot_board_last_smoke_ok", "netroot_board_last_smoke_timestamp_seconds",
+            "netroot_rollout_boards", "netroot_rollout_info",
+            "netroot_rollout_started_timestamp_seconds",
+        )
+    },  # fmt: skip
 }
 
 BY_NAME: dict[str, Variable] = {v.name: v for v in VARIABLES}

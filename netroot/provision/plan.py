@@ -6,6 +6,7 @@ and template problems all fail here, with the host and field named.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,10 @@ class RunPlan:
     diff: bool = False
     servers: tuple[str, ...] = ()
     boards: tuple[str, ...] = ()
+    # The vault password files that decrypted the inventory for netroot (as Ansible finds them,
+    # the user's ansible.cfg included): the run, pointed at netroot's own ansible.cfg, gets them
+    # so it decrypts the same values.
+    vault_password_files: tuple[str, ...] = ()
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -46,7 +51,10 @@ class RunPlan:
     @property
     def cmdline(self) -> str:
         """ansible-playbook options that runner has no keyword for."""
-        return " ".join(opt for opt, on in (("--check", self.check), ("--diff", self.diff)) if on)
+        flags = [opt for opt, on in (("--check", self.check), ("--diff", self.diff)) if on]
+        for secret in self.vault_password_files:
+            flags.append(f"--vault-password-file {shlex.quote(secret)}")
+        return " ".join(flags)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -182,4 +190,7 @@ def build(
     if boards and server_configured:
         playbook = "boards.yml"
     limit = () if all_hosts else (*servers, *boards)
-    return RunPlan(playbook, inventory.path, limit, extravars, check, diff, servers, boards)
+    return RunPlan(
+        playbook, inventory.path, limit, extravars, check, diff, servers, boards,
+        inventory.vault_password_files,
+    )  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,18 @@ def test_board_targets_run_site_with_the_server_in_the_limit() -> None:
 def test_server_only_runs_the_server_playbook() -> None:
     plan = build(load(INVENTORY), ["nfs_servers"], check=True, diff=True)
     assert (plan.playbook, plan.boards, plan.cmdline) == ("nfs_server.yml", (), "--check --diff")
+
+
+def test_the_vault_password_that_decrypted_the_inventory_reaches_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The run points ANSIBLE_CONFIG at netroot's own ansible.cfg: a vault_password_file from
+    the user's ansible.cfg would not reach ansible-playbook unless passed on its command line."""
+    vault = Path(__file__).parent / "fixtures" / "inventories" / "vault"
+    secret = str(vault / "vault-password.txt")
+    monkeypatch.setenv("ANSIBLE_VAULT_PASSWORD_FILE", secret)
+    plan = build(load(vault / "hosts.yml"), ["nfs_servers"], check=True)
+    assert shlex.split(plan.cmdline) == ["--check", "--vault-password-file", secret]
 
 
 def test_all_hosts_has_no_limit_and_excludes_targets() -> None:
