@@ -233,12 +233,16 @@ NOT_VARIABLES: dict[str, str] = {
     **{
         name: "a Prometheus metric (netroot/fleet/metrics.py)"
         for name in (
-            "netroot_board_up", "netroot_board_version_info", "netroot_board_in_line",
-            "netroot_board_last_smoke_ok", "netroot_board_last_smoke_timestamp_seconds",
-            "netroot_rollout_boards", "netroot_rollout_info",
+            "netroot_board_up",
+            "netroot_board_version_info",
+            "netroot_board_in_line",
+            "netroot_board_last_smoke_ok",
+            "netroot_board_last_smoke_timestamp_seconds",
+            "netroot_rollout_boards",
+            "netroot_rollout_info",
             "netroot_rollout_started_timestamp_seconds",
         )
-    },  # fmt: skip
+    },
 }
 
 BY_NAME: dict[str, Variable] = {v.name: v for v in VARIABLES}
