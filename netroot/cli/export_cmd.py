@@ -22,11 +22,17 @@ ROOT_HELP = (
 ROOT_OPTION: Path | None = typer.Option(None, "--root", help=ROOT_HELP)
 NAME_ARGUMENT: str = typer.Argument(..., help="Export name.")  # versions, prune
 EXPORT_EPILOG = (
+    "\b\nExamples:\n"
+    "  netroot export raspbian:2026-12                 from the local Docker engine\n"
+    "  netroot export rootfs.tar --name raspbian --keep 5\n"
+    "  netroot export raspbian:2026-12 --root /srv/netroot --json\n\n"
     "Exit codes: 0 exported (or already there), 1 failed (current unchanged), 2 bad input "
     "(unknown image, not a tar, unsafe archive member, unwritable root), 5 Docker engine "
     "unreachable or disk full. A remote export root (netroot_export_remote) adds: 3 the tree "
-    "sent differs from its manifest on the server, 4 server unreachable over SSH, 6 another "
-    "export of that name runs there. With several NFS servers the version goes to each server "
+    "sent differs from its manifest on the server, 4 server unreachable over SSH. 6 another "
+    "export or prune of that name runs (here or there; it is named). 130 interrupted: stderr "
+    "says whether the version was committed (it is, only once its manifest is renamed in). "
+    "With several NFS servers the version goes to each server "
     "serving a board of the image (all at once); one that fails exits with its code once the "
     "others are done (their `current` moved)."
 )
@@ -189,10 +195,15 @@ def export(
         if server is not None:
             from netroot.export.remote import export_remote
 
+            app.on_interrupt = lambda: (
+                f"interrupted: the server commits a version only once it is wholly sent and "
+                f"verified; `netroot versions {name}` shows whether it was"
+            )
             remote = export_remote(info, apply, server, name, **options)
             result = remote.result
             sent = {"server": server.name, "bytes_sent": remote.bytes_sent}
         else:
+            app.on_interrupt = _committed_since(export_root, name)
             result = service.export(info, apply, export_root, name, **options)
     m = result.manifest
     if result.noop:
@@ -232,6 +243,32 @@ def export(
     if result.pruned:
         rows.append(["pruned", ", ".join(result.pruned)])
     app.out.table(f"export {name}", ["field", "value"], rows)
+
+
+def _committed_since(root: Path, name: str) -> Callable[[], str]:
+    """What an interrupted local export committed: a version is committed once its manifest
+    is renamed into versions/ (export.service), so the versions now and before say it."""
+    from netroot.export.manifest import Layout, check_name, current_id
+
+    layout = Layout(root, check_name(name))
+
+    def committed() -> set[str]:
+        return (
+            {p.stem for p in layout.versions.glob("*.json")} if layout.versions.is_dir() else set()
+        )
+
+    before, current = committed(), current_id(layout)
+
+    def said() -> str:
+        new = sorted(committed() - before)
+        if not new:
+            return f"interrupted: nothing committed ({name}'s current is unchanged)"
+        moved = current_id(layout) != current
+        return f"interrupted: {name} {', '.join(new)} committed" + (
+            f"; current -> {current_id(layout)}" if moved else "; current unchanged"
+        )
+
+    return said
 
 
 def _existing(app: AppContext, root: Path | None, name: str) -> Layout:
@@ -376,8 +413,19 @@ def register(app: typer.Typer) -> None:
     several = (
         " Several NFS servers: each is asked; one that fails exits with its code (4 unreachable)."
     )
-    app.command(epilog="Exit codes: 0 ok, 2 unknown name." + several)(versions)
-    app.command(epilog="Exit codes: 0 tree matches, 3 paths differ, 2 unknown version." + several)(
-        verify
-    )
-    app.command(epilog="Exit codes: 0 ok, 1 failed, 2 bad input or unknown name." + several)(prune)
+    app.command(
+        epilog="\b\nExamples:\n  netroot versions raspbian\n"
+        "  netroot versions raspbian --tsv | tail -n 1    the newest, whole\n\n"
+        "Exit codes: 0 ok, 2 unknown name, 4 server unreachable." + several
+    )(versions)
+    app.command(
+        epilog="\b\nExamples:\n  netroot verify raspbian              its current version\n"
+        "  netroot verify raspbian@3f2a9c0d1e4b5a6f\n\n"
+        "Exit codes: 0 tree matches, 3 paths differ, 2 unknown version, 4 server unreachable."
+        + several
+    )(verify)
+    app.command(
+        epilog="\b\nExamples:\n  netroot prune raspbian --keep 3\n\n"
+        "Exit codes: 0 ok, 1 failed, 2 bad input or unknown name, 6 an export or prune of that "
+        "name runs (named)." + several
+    )(prune)
