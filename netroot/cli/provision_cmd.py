@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Group
@@ -16,7 +16,9 @@ from rich.text import Text
 
 from netroot.cli import context
 from netroot.console import Output
-from netroot.provision.events import Summary
+
+if TYPE_CHECKING:  # the provision room (and the inventory) load only when provision runs
+    from netroot.provision.events import Summary
 
 HELP = (
     "Configure the NFS server and boards with Ansible, each board on its version.\n\n"
