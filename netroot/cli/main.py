@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, NoReturn
 
@@ -76,6 +77,8 @@ def main() -> None:
     except NetrootError as exc:
         label = "" if exc.code == Exit.INTERRUPTED else "error:"
         Output().error(exc.message, exc.hint, label=label)
+        if exc.code == Exit.INTERRUPTED:
+            _exit_now(exc.code)
         sys.exit(int(exc.code))
     except click_exc.ClickException as exc:
         _usage_error(exc)
@@ -86,4 +89,14 @@ def main() -> None:
         code = int(Exit.INTERRUPTED)
     if code == Exit.INTERRUPTED:  # typer's own, for a Ctrl-C outside a command
         Output().error(NOTHING_COMMITTED, label="")
+        _exit_now(code)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Exit after Ctrl-C without joining worker threads still blocked on a silent host (an SSH
+    probe, a connect): the command's own cleanup (locks, state, Ansible's cancel) has run as
+    the interrupt unwound it; only the threads' waits are cut short."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
