@@ -38,7 +38,8 @@ def _interrupted(tmp_path: Path, port: int, *args: str) -> subprocess.CompletedP
     known = tmp_path / "known_hosts"
     known.write_text("")
     hosts = {
-        name: {"ansible_host": f"127.0.0.{n}", "ansible_port": port, "netroot_known_hosts": str(known)}
+        name: {"ansible_host": f"127.0.0.{n}", "ansible_port": port,
+               "netroot_known_hosts": str(known)}
         for name, n in (("nfs-01", 2), ("pi-01", 3), ("pi-02", 4))
     }  # fmt: skip
     hosts["nfs-01"]["netroot_export_root"] = str(tmp_path / "root")
