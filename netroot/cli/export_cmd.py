@@ -409,23 +409,27 @@ def prune(
 
 
 def register(app: typer.Typer) -> None:
-    app.command(epilog=EXPORT_EPILOG)(export)
+    app.command(short_help="Export an image as a new version and make it current.",
+                epilog=EXPORT_EPILOG)(export)  # fmt: skip
     several = (
         " Several NFS servers: each is asked; one that fails exits with its code (4 unreachable)."
     )
     app.command(
+        short_help="List an export's versions, oldest first, and its current.",
         epilog="\b\nExamples:\n  netroot versions raspbian\n"
         "  netroot versions raspbian --tsv | tail -n 1    the newest, whole\n\n"
-        "Exit codes: 0 ok, 2 unknown name, 4 server unreachable." + several
+        "Exit codes: 0 ok, 2 unknown name, 4 server unreachable." + several,
     )(versions)
     app.command(
+        short_help="Re-hash a version against its manifest (exit 3: it changed).",
         epilog="\b\nExamples:\n  netroot verify raspbian              its current version\n"
         "  netroot verify raspbian@3f2a9c0d1e4b5a6f\n\n"
         "Exit codes: 0 tree matches, 3 paths differ, 2 unknown version, 4 server unreachable."
-        + several
+        + several,
     )(verify)
     app.command(
+        short_help="Remove old versions (never current, nor one a board needs).",
         epilog="\b\nExamples:\n  netroot prune raspbian --keep 3\n\n"
         "Exit codes: 0 ok, 1 failed, 2 bad input or unknown name, 6 an export or prune of that "
-        "name runs (named)." + several
+        "name runs (named)." + several,
     )(prune)

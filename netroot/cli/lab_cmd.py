@@ -15,6 +15,7 @@ from netroot.lab.arch import GPU_MEM_RANGE, LAB_GPU_MEM_MIB
 
 lab_app = context.NetrootTyper(
     help="The virtual lab: an NFS server and ARM boards under QEMU on this machine.",
+    short_help="The virtual lab: NFS servers and ARM boards under QEMU.",
     no_args_is_help=True,
 )
 UP_EPILOG = """\b
@@ -53,7 +54,9 @@ def _reporter(ctx: typer.Context) -> tuple[context.AppContext, float]:
     return context.get(ctx), time.monotonic()
 
 
-@lab_app.command("up", epilog=UP_EPILOG)
+@lab_app.command(
+    "up", short_help="Build (once) and start the lab, until SSH-ready.", epilog=UP_EPILOG
+)
 def up_cmd(
     ctx: typer.Context,
     boards: int = typer.Option(
@@ -127,7 +130,11 @@ def up_cmd(
     app.out.info(f"inventory: {plan.lab_dir / 'inventory.yml'}")
 
 
-@lab_app.command("build")
+@lab_app.command(
+    "build",
+    short_help="Build the lab's artifacts; start nothing.",
+    epilog="\b\nExamples:\n  netroot lab build\n  netroot lab build --arch arm64",
+)
 def build_cmd(
     ctx: typer.Context,
     arch: Arch = typer.Option(Arch.ARMHF, "--arch", help="Board kernel: armhf or arm64."),
@@ -157,7 +164,11 @@ def power_cycle_cmd(
     service.power_cycle(name, lambda m: app.out.info(escape(m), markup=True))
 
 
-@lab_app.command("status")
+@lab_app.command(
+    "status",
+    short_help="What runs: network, servers, boards (exit 1: not up).",
+    epilog="\b\nExamples:\n  netroot lab status\n  netroot lab status --json",
+)
 def status_cmd(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
@@ -187,7 +198,12 @@ def status_cmd(
         raise typer.Exit(int(Exit.FAILED))
 
 
-@lab_app.command("down")
+@lab_app.command(
+    "down",
+    short_help="Stop the boards, the servers and the lab network.",
+    epilog="\b\nExamples:\n  netroot lab down              boards resume at the next `up`\n"
+    "  netroot lab down --no-save    the next `up` boots them afresh",
+)
 def down_cmd(
     ctx: typer.Context,
     save: bool = typer.Option(
@@ -207,7 +223,12 @@ def down_cmd(
     app.out.info("lab down" + ("" if stopped else ": nothing was running"))
 
 
-@lab_app.command("doctor")
+@lab_app.command(
+    "doctor",
+    short_help="Check the packages and conditions the lab needs.",
+    epilog="\b\nExamples:\n  netroot lab doctor\n\n"
+    "Exit codes: 0 all there, 5 something missing (the apt command to fix it is printed).",
+)
 def doctor_cmd(ctx: typer.Context) -> None:
     """Check the system packages and conditions the lab needs; prints the apt command to fix."""
     from netroot.lab import doctor

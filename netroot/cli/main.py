@@ -73,7 +73,7 @@ def main() -> None:
 
     try:
         _register()
-        code = app(standalone_mode=False)
+        code = app(prog_name="netroot", standalone_mode=False)  # `python -m netroot` too
     except NetrootError as exc:
         label = "" if exc.code == Exit.INTERRUPTED else "error:"
         Output().error(exc.message, exc.hint, label=label)

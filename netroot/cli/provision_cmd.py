@@ -107,7 +107,12 @@ class _Reporter:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("provision", help=HELP, epilog=EPILOG)
+    @app.command(
+        "provision",
+        help=HELP,
+        short_help="Configure the NFS server and boards with Ansible.",
+        epilog=EPILOG,
+    )
     def provision_cmd(
         ctx: typer.Context,
         targets: list[str] = typer.Argument(None, help="Hosts or groups of the inventory."),

@@ -286,5 +286,11 @@ def _rolled_back(fleet: Any, versions: dict[str, str]) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    app.command(help=ROLLOUT_HELP, epilog=ROLLOUT_EPILOG)(rollout)
-    app.command(epilog=ROLLBACK_EPILOG)(rollback)
+    app.command(
+        help=ROLLOUT_HELP,
+        short_help="Switch boards to a new version: canary, then batches.",
+        epilog=ROLLOUT_EPILOG,
+    )(rollout)
+    app.command(
+        short_help="Put boards back on their previous good version.", epilog=ROLLBACK_EPILOG
+    )(rollback)

@@ -88,4 +88,6 @@ def smoke(
 
 
 def register(app: typer.Typer) -> None:
-    app.command(epilog=EPILOG)(smoke)
+    app.command(short_help="Check boards: mount, read-only root, identity, QPU.", epilog=EPILOG)(
+        smoke
+    )

@@ -109,4 +109,4 @@ NFS server could not be reached (the table still shows every board; why, on stde
 
 
 def register(app: typer.Typer) -> None:
-    app.command(epilog=EPILOG)(status)
+    app.command(short_help="What each board runs vs. what it should run.", epilog=EPILOG)(status)
