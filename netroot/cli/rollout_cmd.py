@@ -57,7 +57,8 @@ def _confirm(yes: bool, question: str) -> None:
     if not sys.stdin.isatty():
         raise UsageError("not asking on a non-interactive stdin", "pass --yes to go ahead")
     if not typer.confirm(question, err=True):
-        raise typer.Exit(1)  # declined: nothing was written
+        typer.echo("declined: nothing changed", err=True)
+        raise typer.Exit(int(Exit.FAILED))
 
 
 def _command_line() -> str:
