@@ -31,8 +31,8 @@ EXIT_CODES = (
     (Exit.BUSY, "another netroot process holds a lock (it is named, and the way out)"),
     (Exit.INTERRUPTED, "interrupted (Ctrl-C): stderr says what was committed"),
 )
-# `\b` keeps the lines as they are in typer's help (one code a line).
-EXIT_CODES_HELP = "\b\nExit codes:\n" + "\n".join(
+# typer's rich help keeps these lines as they are (one code a line).
+EXIT_CODES_HELP = "Exit codes:\n" + "\n".join(
     f"{int(code):>3}  {meaning}" for code, meaning in EXIT_CODES
 )
 

@@ -96,6 +96,17 @@ def count_option(value: str, option: str) -> str:
 GLOBAL_PANEL = "Global options (before or after the command)"
 
 
+def epilog(examples: list[tuple[str, str]], exits: str) -> str:
+    """A command's --help epilog: its examples, one a line (with what each does), then its
+    exit codes (one paragraph; the table is `netroot --help`'s). typer's rich help keeps the
+    lines as written."""
+    lines = ["Examples:"]
+    for command, note in examples:
+        line = f"  {command:<44} {note}".rstrip()
+        lines.append(line if len(line) <= 78 else f"  {command}" + (f"\n      {note}" * bool(note)))
+    return "\n".join(lines) + "\n\nExit codes: " + exits
+
+
 def _global_options(
     inventory: Path | None = typer.Option(
         None,

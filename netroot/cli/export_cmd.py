@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from netroot.cli.context import JSON_OPTION, AppContext, get
+from netroot.cli.context import JSON_OPTION, AppContext, epilog, get
 from netroot.errors import Exit, NetrootError, UsageError
 
 if TYPE_CHECKING:
@@ -21,12 +21,13 @@ ROOT_HELP = (
 )
 ROOT_OPTION: Path | None = typer.Option(None, "--root", help=ROOT_HELP)
 NAME_ARGUMENT: str = typer.Argument(..., help="Export name.")  # versions, prune
-EXPORT_EPILOG = (
-    "\b\nExamples:\n"
-    "  netroot export raspbian:2026-12                 from the local Docker engine\n"
-    "  netroot export rootfs.tar --name raspbian --keep 5\n"
-    "  netroot export raspbian:2026-12 --root /srv/netroot --json\n\n"
-    "Exit codes: 0 exported (or already there), 1 failed (current unchanged), 2 bad input "
+EXPORT_EPILOG = epilog(
+    [
+        ("netroot export raspbian:2026-12", "from the local Docker engine"),
+        ("netroot export rootfs.tar --name raspbian --keep 5", ""),
+        ("netroot export raspbian:2026-12 --root /srv/netroot --json", ""),
+    ],
+    "0 exported (or already there), 1 failed (current unchanged), 2 bad input "
     "(unknown image, not a tar, unsafe archive member, unwritable root), 5 Docker engine "
     "unreachable or disk full. A remote export root (netroot_export_remote) adds: 3 the tree "
     "sent differs from its manifest on the server, 4 server unreachable over SSH. 6 another "
@@ -34,7 +35,7 @@ EXPORT_EPILOG = (
     "says whether the version was committed (it is, only once its manifest is renamed in). "
     "With several NFS servers the version goes to each server "
     "serving a board of the image (all at once); one that fails exits with its code once the "
-    "others are done (their `current` moved)."
+    "others are done (their `current` moved).",
 )
 
 
@@ -416,20 +417,29 @@ def register(app: typer.Typer) -> None:
     )
     app.command(
         short_help="List an export's versions, oldest first, and its current.",
-        epilog="\b\nExamples:\n  netroot versions raspbian\n"
-        "  netroot versions raspbian --tsv | tail -n 1    the newest, whole\n\n"
-        "Exit codes: 0 ok, 2 unknown name, 4 server unreachable." + several,
+        epilog=epilog(
+            [
+                ("netroot versions raspbian", ""),
+                ("netroot versions raspbian --tsv | tail -n 1", "the newest, whole"),
+            ],
+            "0 ok, 2 unknown name, 4 server unreachable." + several,
+        ),
     )(versions)
     app.command(
         short_help="Re-hash a version against its manifest (exit 3: it changed).",
-        epilog="\b\nExamples:\n  netroot verify raspbian              its current version\n"
-        "  netroot verify raspbian@3f2a9c0d1e4b5a6f\n\n"
-        "Exit codes: 0 tree matches, 3 paths differ, 2 unknown version, 4 server unreachable."
-        + several,
+        epilog=epilog(
+            [
+                ("netroot verify raspbian", "its current version"),
+                ("netroot verify raspbian@3f2a9c0d1e4b5a6f", ""),
+            ],
+            "0 tree matches, 3 paths differ, 2 unknown version, 4 server unreachable." + several,
+        ),
     )(verify)
     app.command(
         short_help="Remove old versions (never current, nor one a board needs).",
-        epilog="\b\nExamples:\n  netroot prune raspbian --keep 3\n\n"
-        "Exit codes: 0 ok, 1 failed, 2 bad input or unknown name, 6 an export or prune of that "
-        "name runs (named)." + several,
+        epilog=epilog(
+            [("netroot prune raspbian --keep 3", "")],
+            "0 ok, 1 failed, 2 bad input or unknown name, 6 an export or prune of that name "
+            "runs (named)." + several,
+        ),
     )(prune)

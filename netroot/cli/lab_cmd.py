@@ -18,15 +18,15 @@ lab_app = context.NetrootTyper(
     short_help="The virtual lab: NFS servers and ARM boards under QEMU.",
     no_args_is_help=True,
 )
-UP_EPILOG = """\b
-Examples:
-  netroot lab up                              an NFS server and 2 boards
-  netroot lab up -n 3 --arch arm64 --fresh
-  netroot lab up -n 2 --netboot 1 --servers 2 --server kernel
-
-\b
-Exit codes: 0 up, 1 failed, 2 bad input, 5 a system package or Docker is missing
-(`netroot lab doctor` names it), 130 interrupted (`netroot lab status` shows what runs)."""
+UP_EPILOG = context.epilog(
+    [
+        ("netroot lab up", "an NFS server and 2 boards"),
+        ("netroot lab up -n 3 --arch arm64 --fresh", ""),
+        ("netroot lab up -n 2 --netboot 1 --servers 2 --server kernel", ""),
+    ],
+    "0 up, 1 failed, 2 bad input, 5 a system package or Docker is missing (`netroot lab "
+    "doctor` names it), 130 interrupted (`netroot lab status` shows what runs).",
+)
 
 
 class Arch(StrEnum):
@@ -133,7 +133,10 @@ def up_cmd(
 @lab_app.command(
     "build",
     short_help="Build the lab's artifacts; start nothing.",
-    epilog="\b\nExamples:\n  netroot lab build\n  netroot lab build --arch arm64",
+    epilog=context.epilog(
+        [("netroot lab build", ""), ("netroot lab build --arch arm64", "")],
+        "0 built, 1 failed, 5 a system package or Docker is missing.",
+    ),
 )
 def build_cmd(
     ctx: typer.Context,
@@ -167,7 +170,10 @@ def power_cycle_cmd(
 @lab_app.command(
     "status",
     short_help="What runs: network, servers, boards (exit 1: not up).",
-    epilog="\b\nExamples:\n  netroot lab status\n  netroot lab status --json",
+    epilog=context.epilog(
+        [("netroot lab status", ""), ("netroot lab status --tsv", "")],
+        "0 up, 1 not (wholly) up.",
+    ),
 )
 def status_cmd(
     ctx: typer.Context,
@@ -201,8 +207,13 @@ def status_cmd(
 @lab_app.command(
     "down",
     short_help="Stop the boards, the servers and the lab network.",
-    epilog="\b\nExamples:\n  netroot lab down              boards resume at the next `up`\n"
-    "  netroot lab down --no-save    the next `up` boots them afresh",
+    epilog=context.epilog(
+        [
+            ("netroot lab down", "boards resume at the next `up`"),
+            ("netroot lab down --no-save", "the next `up` boots them afresh"),
+        ],
+        "0 down (or nothing was running), 1 failed.",
+    ),
 )
 def down_cmd(
     ctx: typer.Context,
@@ -226,8 +237,10 @@ def down_cmd(
 @lab_app.command(
     "doctor",
     short_help="Check the packages and conditions the lab needs.",
-    epilog="\b\nExamples:\n  netroot lab doctor\n\n"
-    "Exit codes: 0 all there, 5 something missing (the apt command to fix it is printed).",
+    epilog=context.epilog(
+        [("netroot lab doctor", "")],
+        "0 all there, 5 something missing (the apt command to fix it is printed).",
+    ),
 )
 def doctor_cmd(ctx: typer.Context) -> None:
     """Check the system packages and conditions the lab needs; prints the apt command to fix."""

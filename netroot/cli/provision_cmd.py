@@ -38,16 +38,16 @@ HELP = (
     "holds it). Ansible's run logs: NETROOT_HOME/provision/runs/<inventory>-<hash>/ (the "
     "last 10 runs of each inventory are kept)."
 )
-EPILOG = """\b
-Examples:
-  netroot provision --all                     the server and every board
-  netroot provision pi-01 -i inventory.yml    the server play, then pi-01
-  netroot provision --all --check --diff      what would change; changes nothing
-
-\b
-Exit codes: 0 done, 1 a task failed, 2 bad input (inventory), 4 a host unreachable,
-5 ansible-playbook missing, 6 another writer holds the export root's lock (named),
-130 interrupted (hosts may be partly configured; nothing recorded; run it again)."""
+EPILOG = context.epilog(
+    [
+        ("netroot provision --all", "the server and every board"),
+        ("netroot provision pi-01 -i inventory.yml", "the server play, then pi-01"),
+        ("netroot provision --all --check --diff", "what would change; changes nothing"),
+    ],
+    "0 done, 1 a task failed, 2 bad input (inventory), 4 a host unreachable, 5 "
+    "ansible-playbook missing, 6 another writer holds the export root's lock (named), 130 "
+    "interrupted (hosts may be partly configured; nothing recorded; run it again).",
+)
 INTERRUPTED = (
     "interrupted: the playbook was stopped mid-run; hosts may be partly configured and "
     "nothing was recorded in the fleet state; provision again (it only changes what differs)"

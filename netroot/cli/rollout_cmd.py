@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from netroot.cli.context import JSON_OPTION, AppContext, QpuMode, count_option, get
+from netroot.cli.context import JSON_OPTION, AppContext, QpuMode, count_option, epilog, get
 from netroot.errors import Exit, UsageError, worst
 
 ROLLOUT_HELP = (
@@ -27,27 +27,28 @@ ROLLOUT_HELP = (
     "cannot be reached count as unreachable against the budget (never the canary), the others "
     "go on, and the same command run again once it is back finishes the job."
 )
-ROLLOUT_EPILOG = """\b
-Examples:
-  netroot rollout raspbian:2026-12 --dry-run        the plan; nothing changes
-  netroot rollout raspbian:2026-12 --yes            canary, then one board a batch
-  netroot rollout img.tar --name raspbian --batch 25% --max-fail 1 --yes
-  netroot rollout raspbian:2026-12 -g lab --qpu emulate --stagger 2 --yes
-
-\b
-Exit codes: 0 every board on the new version and smoked green, 1 stopped (budget spent or
-canary failed; failed boards back on their last good version), 2 bad input, 4 some boards
-unreachable (within the budget; the rest completed), 6 another writer holds the export
-root's lock (named), 130 interrupted (stderr says which boards switched; run the same command
-again, from any control host, to resume, or `netroot rollback`)."""
-ROLLBACK_EPILOG = """\b
-Examples:
-  netroot rollback pi-01 --yes                 back to its previous good version
-  netroot rollback boards --to 3f2a9c0d1e4b5a6f --yes
-
-\b
-Exit codes: 0 rolled back and smoked green, 1 failed, 2 bad input, 4 a board unreachable,
-6 another writer holds the export root's lock (named), 130 interrupted."""
+ROLLOUT_EPILOG = epilog(
+    [
+        ("netroot rollout raspbian:2026-12 --dry-run", "the plan; nothing changes"),
+        ("netroot rollout raspbian:2026-12 --yes", "canary, then one board a batch"),
+        ("netroot rollout img.tar --name raspbian --batch 25% --max-fail 1 --yes", ""),
+        ("netroot rollout raspbian:2026-12 -g lab --qpu emulate --yes", ""),
+    ],
+    "0 every board on the new version and smoked green, 1 stopped (budget spent or canary "
+    "failed; failed boards back on their last good version), 2 bad input, 4 some boards "
+    "unreachable (within the budget; the rest completed), 6 another writer holds the export "
+    "root's lock (named), 130 interrupted (stderr says which boards switched; the same "
+    "command, from any control host, resumes; `netroot rollback` undoes).",
+)
+ROLLBACK_EPILOG = epilog(
+    [
+        ("netroot rollback pi-01 --yes", "back to its previous good version"),
+        ("netroot rollback boards --to 3f2a9c0d1e4b5a6f --yes", ""),
+    ],
+    "0 rolled back and smoked green, 1 failed, 2 bad input, 4 a board unreachable, 6 another "
+    "writer holds the export root's lock (named), 130 interrupted (stderr says which boards "
+    "are back).",
+)
 BREAK_LOCK_HELP = "Take over a lock whose holder ran on another host and is gone."
 
 

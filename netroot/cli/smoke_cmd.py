@@ -9,17 +9,17 @@ from pathlib import Path
 
 import typer
 
-from netroot.cli.context import QpuMode, get
+from netroot.cli.context import QpuMode, epilog, get
 
-EPILOG = """\b
-Examples:
-  netroot smoke boards                        every board, the built-in checks
-  netroot smoke pi-01 --checks ./checks --junit smoke.xml
-  netroot smoke boards --qpu emulate --tsv    the QPU kernel on the emulator
-
-\b
-Exit codes: 0 all checks passed (skips allowed), 2 bad input, 3 a check failed,
-4 a board was unreachable (and none failed), 130 interrupted (nothing recorded)."""
+EPILOG = epilog(
+    [
+        ("netroot smoke boards", "every board, the built-in checks"),
+        ("netroot smoke pi-01 --checks ./checks --junit smoke.xml", ""),
+        ("netroot smoke boards --qpu emulate --tsv", "the QPU kernel on the emulator"),
+    ],
+    "0 all checks passed (skips allowed), 2 bad input, 3 a check failed, 4 a board was "
+    "unreachable (and none failed), 130 interrupted (nothing recorded).",
+)
 
 
 def smoke(

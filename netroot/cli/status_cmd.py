@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from netroot.cli.context import JSON_OPTION, get
+from netroot.cli.context import JSON_OPTION, epilog, get
 from netroot.errors import Exit, worst
 
 
@@ -97,15 +97,16 @@ def _exit_for(rows: list[Any], down: dict[str, str]) -> Exit:
     )  # fmt: skip
 
 
-EPILOG = """\b
-Examples:
-  netroot status                      every board of the inventory
-  netroot status pi-01 pi-02 -i inv.yml
-  netroot status --tsv | cut -f1,4    scripts: whole cells, one row a line
-
-\b
-Exit codes: 0 every board in line, 1 a reachable board drifts, 2 bad input, 4 a board or its
-NFS server could not be reached (the table still shows every board; why, on stderr)."""
+EPILOG = epilog(
+    [
+        ("netroot status", "every board of the inventory"),
+        ("netroot status pi-01 pi-02 -i inventory.yml", ""),
+        ("netroot status --tsv | cut -f1,4", "scripts: whole cells, one row a line"),
+    ],
+    "0 every board in line, 1 a reachable board drifts, 2 bad input, 4 a board or its NFS "
+    "server could not be reached (the table still shows every board; why, on stderr; 1 "
+    "outranks 4).",
+)
 
 
 def register(app: typer.Typer) -> None:
