@@ -81,6 +81,26 @@ class QpuMode(StrEnum):
     EMULATE = "emulate"
 
 
+def name_option(value: str | None) -> str | None:
+    """--name: an export name, checked as the command line is read."""
+    from netroot.errors import UsageError
+    from netroot.export.manifest import check_name
+
+    try:
+        return None if value is None else check_name(value)
+    except UsageError as exc:
+        raise typer.BadParameter(f"{exc.message} ({exc.hint})") from None
+
+
+def version_option(value: str | None) -> str | None:
+    """A version id option (--to), checked as the command line is read."""
+    from netroot.export.manifest import VERSION_RE
+
+    if value is not None and not VERSION_RE.match(value):
+        raise typer.BadParameter(f"{value!r}: a version id is 12 to 64 lowercase hex digits")
+    return value
+
+
 def count_option(value: str, option: str) -> str:
     """An `N or P%` option checked as the command line is read (exit 2 before any work)."""
     from netroot.errors import UsageError

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from netroot.cli.context import JSON_OPTION, AppContext, epilog, get
+from netroot.cli import interrupted
+from netroot.cli.context import JSON_OPTION, AppContext, epilog, get, name_option
 from netroot.errors import Exit, NetrootError, UsageError
 
 if TYPE_CHECKING:
@@ -143,7 +144,9 @@ def export(
     source: str = typer.Argument(
         ..., help="Image in the local engine (repo:tag or id), or a rootfs / docker-save tar."
     ),
-    name: str | None = typer.Option(None, "--name", help="Export name (default: repository)."),
+    name: str | None = typer.Option(
+        None, "--name", callback=name_option, help="Export name (default: repository)."
+    ),
     root: Path | None = ROOT_OPTION,
     keep: int | None = typer.Option(None, "--keep", min=1, help="Then prune to N versions."),
     keep_host_keys: bool = typer.Option(
@@ -196,15 +199,12 @@ def export(
         if server is not None:
             from netroot.export.remote import export_remote
 
-            app.on_interrupt = lambda: (
-                f"interrupted: the server commits a version only once it is wholly sent and "
-                f"verified; `netroot versions {name}` shows whether it was"
-            )
+            app.on_interrupt = interrupted.on_server(name)
             remote = export_remote(info, apply, server, name, **options)
             result = remote.result
             sent = {"server": server.name, "bytes_sent": remote.bytes_sent}
         else:
-            app.on_interrupt = _committed_since(export_root, name)
+            app.on_interrupt = interrupted.committed_since(export_root, name)
             result = service.export(info, apply, export_root, name, **options)
     m = result.manifest
     if result.noop:
@@ -244,32 +244,6 @@ def export(
     if result.pruned:
         rows.append(["pruned", ", ".join(result.pruned)])
     app.out.table(f"export {name}", ["field", "value"], rows)
-
-
-def _committed_since(root: Path, name: str) -> Callable[[], str]:
-    """What an interrupted local export committed: a version is committed once its manifest
-    is renamed into versions/ (export.service), so the versions now and before say it."""
-    from netroot.export.manifest import Layout, check_name, current_id
-
-    layout = Layout(root, check_name(name))
-
-    def committed() -> set[str]:
-        return (
-            {p.stem for p in layout.versions.glob("*.json")} if layout.versions.is_dir() else set()
-        )
-
-    before, current = committed(), current_id(layout)
-
-    def said() -> str:
-        new = sorted(committed() - before)
-        if not new:
-            return f"interrupted: nothing committed ({name}'s current is unchanged)"
-        moved = current_id(layout) != current
-        return f"interrupted: {name} {', '.join(new)} committed" + (
-            f"; current -> {current_id(layout)}" if moved else "; current unchanged"
-        )
-
-    return said
 
 
 def _existing(app: AppContext, root: Path | None, name: str) -> Layout:

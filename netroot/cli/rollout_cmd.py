@@ -9,7 +9,17 @@ from typing import Any
 
 import typer
 
-from netroot.cli.context import JSON_OPTION, AppContext, QpuMode, count_option, epilog, get
+from netroot.cli import interrupted
+from netroot.cli.context import (
+    JSON_OPTION,
+    AppContext,
+    QpuMode,
+    count_option,
+    epilog,
+    get,
+    name_option,
+    version_option,
+)
 from netroot.errors import Exit, UsageError, worst
 
 ROLLOUT_HELP = (
@@ -127,31 +137,13 @@ def _exit_for(results: list[Any], stopped: bool, ok: Any) -> Exit:
     )
 
 
-def _switched(fleet: Any, boards: list[str], version: str) -> str:
-    """What an interrupted rollout leaves, read back from the fleet's state (saved as each
-    board changes): which boards were switched to `version`."""
-    try:
-        state = fleet.load()
-        done = [b for b in boards if b in state.boards and state.boards[b].assigned == version]
-    except Exception:  # a remote root's session died with the Ctrl-C: say what is known
-        return (
-            f"interrupted: some boards may run {version}; `netroot status` shows which, "
-            "the same command resumes, `netroot rollback` undoes"
-        )
-    if not done:
-        return f"interrupted: no board switched to {version}; `current` unchanged"
-    return (
-        f"interrupted: {len(done)} of {len(boards)} boards switched to {version} "
-        f"({', '.join(done)}); `current` unchanged; the same command resumes, "
-        "`netroot rollback` undoes"
-    )
-
-
 def rollout(
     ctx: typer.Context,
     source: str = typer.Argument(..., help="Image (repo:tag, id) or tar archive to roll out."),
     group: str = typer.Option("boards", "--group", "-g", help="Boards or group to roll out to."),
-    name: str | None = typer.Option(None, "--name", help="Export name (default: repository)."),
+    name: str | None = typer.Option(
+        None, "--name", callback=name_option, help="Export name (default: repository)."
+    ),
     canary: int = typer.Option(1, "--canary", min=0, help="Boards in the canary batch."),
     batch: str = typer.Option(
         "1",
@@ -221,7 +213,7 @@ def rollout(
     check_become(inv, [*servers, *(b.name for b in planned.boards)], proven=observed)
     _confirm(yes, f"roll {planned.plan.to_version} out to {len(planned.plan.boards)} boards?")
     boards = [s.board for b in planned.plan.batches for s in b]
-    app.on_interrupt = lambda: _switched(fleet, boards, planned.plan.to_version)
+    app.on_interrupt = lambda: interrupted.switched(fleet, boards, planned.plan.to_version)
     with fleet.locked(_command_line(), break_lock=break_lock):
         outcome = runner.run(
             fleet, planned, source, info, apply, name, qpu.value, checks, app.out.info,
@@ -247,7 +239,9 @@ def rollout(
 def rollback(
     ctx: typer.Context,
     targets: list[str] = typer.Argument(..., help="Boards or groups."),
-    to: str | None = typer.Option(None, "--to", help="Version id (default: the previous good)."),
+    to: str | None = typer.Option(
+        None, "--to", callback=version_option, help="Version id (default: the previous good)."
+    ),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask."),
     break_lock: bool = typer.Option(False, "--break-lock", help=BREAK_LOCK_HELP),
     as_json: bool = JSON_OPTION,
@@ -266,25 +260,11 @@ def rollback(
     servers = [s.name for s in fleet.inventory.servers_for(boards)]
     check_become(fleet.inventory, [*servers, *versions])
     _confirm(yes, "roll back " + ", ".join(f"{b} to {v}" for b, v in versions.items()) + "?")
-    app.on_interrupt = lambda: _rolled_back(fleet, versions)
+    app.on_interrupt = lambda: interrupted.rolled_back(fleet, versions)
     with fleet.locked(_command_line(), break_lock=break_lock):
         results = runner.rollback(fleet, boards, to, app.out.info, become_checked=True)
     _results(app, "rollback", results, as_json, {}, canary=False)
     raise typer.Exit(int(_exit_for(results, False, Outcome.ROLLED_BACK)))
-
-
-def _rolled_back(fleet: Any, versions: dict[str, str]) -> str:
-    """What an interrupted rollback leaves: which boards are back (from the saved state)."""
-    try:
-        state = fleet.load()
-        done = [
-            b for b, v in versions.items() if b in state.boards and state.boards[b].assigned == v
-        ]
-    except Exception:  # a remote root's session died with the Ctrl-C
-        return "interrupted: some boards may be rolled back; `netroot status` shows which"
-    if not done:
-        return "interrupted: no board rolled back"
-    return f"interrupted: rolled back {', '.join(done)}; the others unchanged"
 
 
 def register(app: typer.Typer) -> None:

@@ -26,7 +26,9 @@ def smoke(
     ctx: typer.Context,
     targets: list[str] = typer.Argument(..., help="Boards or groups from the inventory."),
     as_json: bool = typer.Option(False, "--json", help="JSON report on stdout."),
-    junit: Path | None = typer.Option(None, "--junit", help="Write a JUnit XML report here."),
+    junit: Path | None = typer.Option(
+        None, "--junit", dir_okay=False, help="Write a JUnit XML report here."
+    ),
     checks: Path | None = typer.Option(
         None,
         "--checks",

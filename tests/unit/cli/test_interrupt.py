@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from netroot.cli.export_cmd import _committed_since
-from netroot.cli.rollout_cmd import _switched
+from netroot.cli.interrupted import committed_since, rolled_back, switched
 from netroot.errors import Exit
 from netroot.fleet.state import BoardState, State
 from netroot.remote.fleet import STATE_NAME
@@ -77,7 +76,7 @@ def test_an_export_says_whether_it_committed(tmp_path: Path) -> None:
     versions.mkdir(parents=True)
     (versions / "0000000000000001.json").write_text("{}")
     os.symlink("versions/0000000000000001", tmp_path / "img" / "current")
-    said = _committed_since(tmp_path, "img")
+    said = committed_since(tmp_path, "img")
     assert said() == "interrupted: nothing committed (img's current is unchanged)"
     (versions / "0000000000000002.json").write_text("{}")  # its manifest renamed in: committed
     assert said() == "interrupted: img 0000000000000002 committed; current unchanged"
@@ -91,11 +90,19 @@ class _Fleet:
         return self.state
 
 
-def test_a_rollout_says_which_boards_switched(tmp_path: Path) -> None:
+def test_a_rollout_says_which_boardsswitched(tmp_path: Path) -> None:
     state = State(tmp_path / "state.json")
     state.boards["pi-01"] = BoardState(assigned="bbbb")
     state.boards["pi-02"] = BoardState(assigned="aaaa")
-    said = _switched(_Fleet(state), ["pi-01", "pi-02", "pi-03"], "bbbb")
+    said = switched(_Fleet(state), ["pi-01", "pi-02", "pi-03"], "bbbb")
     assert said.startswith("interrupted: 1 of 3 boards switched to bbbb (pi-01)"), said
     state.boards["pi-01"].assigned = "aaaa"
-    assert _switched(_Fleet(state), ["pi-01"], "bbbb").startswith("interrupted: no board")
+    assert switched(_Fleet(state), ["pi-01"], "bbbb").startswith("interrupted: no board")
+
+
+def test_a_rollback_says_which_boards_are_back(tmp_path: Path) -> None:
+    state = State(tmp_path / "state.json")
+    state.boards["pi-01"] = BoardState(assigned="aaaa")
+    state.boards["pi-02"] = BoardState(assigned="bbbb")
+    said = rolled_back(_Fleet(state), {"pi-01": "aaaa", "pi-02": "aaaa"})
+    assert said == "interrupted: rolled back pi-01; the others unchanged"
