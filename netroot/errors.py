@@ -7,22 +7,33 @@ from enum import IntEnum
 
 
 class Exit(IntEnum):
-    """Process exit codes; documented in `netroot --help` and the README."""
+    """Process exit codes: one meaning each, the same in every command (EXIT_CODES below is the
+    table `netroot --help` and the README show)."""
 
     OK = 0
-    FAILED = 1  # the operation ran and failed
-    USAGE = 2  # bad input: arguments, inventory, archive, image name
+    FAILED = 1  # the operation ran and failed; `status`: a reachable board drifts
+    USAGE = 2  # bad input: arguments, options, inventory, archive, image name
     CHECKS = 3  # smoke or verify checks failed
-    UNREACHABLE = 4  # a host could not be reached over SSH
-    ENVIRONMENT = 5  # a daemon or system package is missing or unreachable
-    BUSY = 6  # another netroot writer holds the export root's lock (it is named)
-    INTERRUPTED = 130
+    UNREACHABLE = 4  # a host (board or NFS server) could not be reached over SSH
+    ENVIRONMENT = 5  # a daemon or system package is missing or unreachable, or a disk is full
+    BUSY = 6  # another netroot process holds a lock this command needs (it is named)
+    INTERRUPTED = 130  # Ctrl-C (SIGINT): what was committed is said on stderr
 
 
-EXIT_CODES_HELP = (
-    "Exit codes: 0 ok, 1 failed, 2 bad input, 3 checks failed, "
-    "4 host unreachable, 5 missing daemon/package, 6 another writer holds the export root's "
-    "lock, 130 interrupted."
+# (code, meaning): the one table of exit codes.
+EXIT_CODES = (
+    (Exit.OK, "ok"),
+    (Exit.FAILED, "failed (status: a reachable board is not on what it should run)"),
+    (Exit.USAGE, "bad input (arguments, options, inventory, archive, image name)"),
+    (Exit.CHECKS, "checks failed (smoke, verify)"),
+    (Exit.UNREACHABLE, "a host could not be reached over SSH (every command, status too)"),
+    (Exit.ENVIRONMENT, "a daemon or package is missing, or a disk is full"),
+    (Exit.BUSY, "another netroot process holds a lock (it is named, and the way out)"),
+    (Exit.INTERRUPTED, "interrupted (Ctrl-C): stderr says what was committed"),
+)
+# typer's rich help keeps these lines as they are (one code a line).
+EXIT_CODES_HELP = "Exit codes:\n" + "\n".join(
+    f"{int(code):>3}  {meaning}" for code, meaning in EXIT_CODES
 )
 
 
@@ -38,6 +49,16 @@ def worst(codes: Iterable[Exit]) -> Exit:
         if code in seen:
             return code
     return Exit.OK
+
+
+def held_by(command: str, pid: int, host: str, started: float, now: float) -> str:
+    """How every lock refusal names its holder: the command, its pid and host, since when."""
+    import datetime as dt
+
+    when = dt.datetime.fromtimestamp(started, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    age = max(0, int(now - started))
+    ago = f"{age}s" if age < 120 else f"{age // 60}m" if age < 7200 else f"{age // 3600}h"
+    return f"`{command}` (pid {pid} on {host}, since {when}, {ago} ago)"
 
 
 class NetrootError(Exception):
@@ -58,6 +79,13 @@ class UsageError(NetrootError):
 
     def __init__(self, message: str, hint: str = "") -> None:
         super().__init__(message, hint, Exit.USAGE)
+
+
+class Interrupted(NetrootError):
+    """Ctrl-C: the message says what was committed before it (or that nothing was)."""
+
+    def __init__(self, message: str = "interrupted: nothing committed", hint: str = "") -> None:
+        super().__init__(message, hint, Exit.INTERRUPTED)
 
 
 class EnvironmentMissing(NetrootError):

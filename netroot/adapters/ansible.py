@@ -1,8 +1,9 @@
 """Run the playbooks through ansible-runner, streaming its events (adapter).
 
-One fresh private data dir per run under state_dir()/provision/runs/ (runner would otherwise
-re-read a previous run's env/extravars), the playbooks used in place as the project dir, and
-the project's ansible.cfg. The last runs are kept for debugging (artifacts/, job events).
+One fresh private data dir per run under state_dir()/provision/runs/INVENTORY-HASH/ (runner
+would otherwise re-read a previous run's env/extravars), the playbooks used in place as the
+project dir, and the project's ansible.cfg. The last runs of each inventory are kept for
+debugging (artifacts/, job events): a throwaway inventory's runs never evict the lab's.
 
 Ctrl-C: ansible-runner would catch SIGINT itself and report the run as merely "canceled",
 which callers would take for a failed play (a rollout then rolled the board back instead of
@@ -12,6 +13,7 @@ stopping). Here SIGINT cancels the playbook cleanly and then raises KeyboardInte
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
 import signal
@@ -54,8 +56,15 @@ class RunOutcome:
     stdout_tail: str  # the last lines of Ansible's own output, for errors before any play
 
 
-def runs_dir() -> Path:
-    return state_dir() / "provision" / "runs"
+def runs_dir(inventory: Path | None = None) -> Path:
+    """Where Ansible's run dirs go: all of them, or those of one inventory (its name and a
+    short hash of its resolved path, so two inventories never share, nor evict each other's)."""
+    base = state_dir() / "provision" / "runs"
+    if inventory is None:
+        return base
+    resolved = Path(inventory).resolve()
+    key = hashlib.sha256(str(resolved).encode()).hexdigest()[:8]
+    return base / f"{resolved.stem or 'inventory'}-{key}"
 
 
 IN_USE = ".in-use"  # each run holds an flock on it while ansible-runner writes the run dir
@@ -102,7 +111,7 @@ def run_playbook(
     if shutil.which("ansible-playbook", path=path) is None:
         raise EnvironmentMissing("ansible-playbook not found", "pip install ansible-core")
     playbooks = playbooks_dir or project_file("playbooks")
-    base = base_dir or runs_dir()
+    base = base_dir or runs_dir(plan.inventory)
     base.mkdir(parents=True, exist_ok=True)
     run_dir = base / time.strftime("%Y%m%dT%H%M%S")
     suffix = 0

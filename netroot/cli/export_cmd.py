@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from netroot.cli.context import JSON_OPTION, AppContext, get
+from netroot.cli import interrupted
+from netroot.cli.context import JSON_OPTION, AppContext, epilog, get, name_option
 from netroot.errors import Exit, NetrootError, UsageError
 
 if TYPE_CHECKING:
@@ -21,14 +22,21 @@ ROOT_HELP = (
 )
 ROOT_OPTION: Path | None = typer.Option(None, "--root", help=ROOT_HELP)
 NAME_ARGUMENT: str = typer.Argument(..., help="Export name.")  # versions, prune
-EXPORT_EPILOG = (
-    "Exit codes: 0 exported (or already there), 1 failed (current unchanged), 2 bad input "
+EXPORT_EPILOG = epilog(
+    [
+        ("netroot export raspbian:2026-12", "from the local Docker engine"),
+        ("netroot export rootfs.tar --name raspbian --keep 5", ""),
+        ("netroot export raspbian:2026-12 --root /srv/netroot --json", ""),
+    ],
+    "0 exported (or already there), 1 failed (current unchanged), 2 bad input "
     "(unknown image, not a tar, unsafe archive member, unwritable root), 5 Docker engine "
     "unreachable or disk full. A remote export root (netroot_export_remote) adds: 3 the tree "
-    "sent differs from its manifest on the server, 4 server unreachable over SSH, 6 another "
-    "export of that name runs there. With several NFS servers the version goes to each server "
+    "sent differs from its manifest on the server, 4 server unreachable over SSH. 6 another "
+    "export or prune of that name runs (here or there; it is named). 130 interrupted: stderr "
+    "says whether the version was committed (it is, only once its manifest is renamed in). "
+    "With several NFS servers the version goes to each server "
     "serving a board of the image (all at once); one that fails exits with its code once the "
-    "others are done (their `current` moved)."
+    "others are done (their `current` moved).",
 )
 
 
@@ -136,7 +144,9 @@ def export(
     source: str = typer.Argument(
         ..., help="Image in the local engine (repo:tag or id), or a rootfs / docker-save tar."
     ),
-    name: str | None = typer.Option(None, "--name", help="Export name (default: repository)."),
+    name: str | None = typer.Option(
+        None, "--name", callback=name_option, help="Export name (default: repository)."
+    ),
     root: Path | None = ROOT_OPTION,
     keep: int | None = typer.Option(None, "--keep", min=1, help="Then prune to N versions."),
     keep_host_keys: bool = typer.Option(
@@ -189,10 +199,12 @@ def export(
         if server is not None:
             from netroot.export.remote import export_remote
 
+            app.on_interrupt = interrupted.on_server(name)
             remote = export_remote(info, apply, server, name, **options)
             result = remote.result
             sent = {"server": server.name, "bytes_sent": remote.bytes_sent}
         else:
+            app.on_interrupt = interrupted.committed_since(export_root, name)
             result = service.export(info, apply, export_root, name, **options)
     m = result.manifest
     if result.noop:
@@ -372,12 +384,36 @@ def prune(
 
 
 def register(app: typer.Typer) -> None:
-    app.command(epilog=EXPORT_EPILOG)(export)
+    app.command(short_help="Export an image as a new version and make it current.",
+                epilog=EXPORT_EPILOG)(export)  # fmt: skip
     several = (
         " Several NFS servers: each is asked; one that fails exits with its code (4 unreachable)."
     )
-    app.command(epilog="Exit codes: 0 ok, 2 unknown name." + several)(versions)
-    app.command(epilog="Exit codes: 0 tree matches, 3 paths differ, 2 unknown version." + several)(
-        verify
-    )
-    app.command(epilog="Exit codes: 0 ok, 1 failed, 2 bad input or unknown name." + several)(prune)
+    app.command(
+        short_help="List an export's versions, oldest first, and its current.",
+        epilog=epilog(
+            [
+                ("netroot versions raspbian", ""),
+                ("netroot versions raspbian --tsv | tail -n 1", "the newest, whole"),
+            ],
+            "0 ok, 2 unknown name, 4 server unreachable." + several,
+        ),
+    )(versions)
+    app.command(
+        short_help="Re-hash a version against its manifest (exit 3: it changed).",
+        epilog=epilog(
+            [
+                ("netroot verify raspbian", "its current version"),
+                ("netroot verify raspbian@3f2a9c0d1e4b5a6f", ""),
+            ],
+            "0 tree matches, 3 paths differ, 2 unknown version, 4 server unreachable." + several,
+        ),
+    )(verify)
+    app.command(
+        short_help="Remove old versions (never current, nor one a board needs).",
+        epilog=epilog(
+            [("netroot prune raspbian --keep 3", "")],
+            "0 ok, 1 failed, 2 bad input or unknown name, 6 an export or prune of that name "
+            "runs (named)." + several,
+        ),
+    )(prune)

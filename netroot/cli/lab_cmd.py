@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -10,18 +11,52 @@ from rich.markup import escape
 
 from netroot.cli import context
 from netroot.errors import Exit
+from netroot.lab.arch import GPU_MEM_RANGE, LAB_GPU_MEM_MIB
 
-lab_app = typer.Typer(
+lab_app = context.NetrootTyper(
     help="The virtual lab: an NFS server and ARM boards under QEMU on this machine.",
+    short_help="The virtual lab: NFS servers and ARM boards under QEMU.",
     no_args_is_help=True,
 )
+UP_EPILOG = context.epilog(
+    [
+        ("netroot lab up", "an NFS server and 2 boards"),
+        ("netroot lab up -n 3 --arch arm64 --fresh", ""),
+        ("netroot lab up -n 2 --netboot 1 --servers 2 --server kernel", ""),
+    ],
+    "0 up, 1 failed, 2 bad input, 5 a system package or Docker is missing (`netroot lab "
+    "doctor` names it), 130 interrupted (`netroot lab status` shows what runs).",
+)
+
+
+class Arch(StrEnum):
+    """--arch (netroot.lab.arch.ARCHES, checked by a test)."""
+
+    ARMHF = "armhf"
+    ARM64 = "arm64"
+
+
+class ServerKind(StrEnum):
+    """--server (netroot.lab.plan.SERVER_KINDS, checked by a test)."""
+
+    GANESHA = "ganesha"
+    KERNEL = "kernel"
+
+
+def _interrupted_lab() -> str:
+    return (
+        "interrupted: the lab may be partly up; `netroot lab status` shows what runs, "
+        "`netroot lab down` stops it"
+    )
 
 
 def _reporter(ctx: typer.Context) -> tuple[context.AppContext, float]:
     return context.get(ctx), time.monotonic()
 
 
-@lab_app.command("up")
+@lab_app.command(
+    "up", short_help="Build (once) and start the lab, until SSH-ready.", epilog=UP_EPILOG
+)
 def up_cmd(
     ctx: typer.Context,
     boards: int = typer.Option(
@@ -34,8 +69,8 @@ def up_cmd(
     export_root: Path | None = typer.Option(
         None, "--export-root", help="The NFS export root (default: <lab dir>/export)."
     ),
-    arch: str = typer.Option(
-        "armhf",
+    arch: Arch = typer.Option(
+        Arch.ARMHF,
         "--arch",
         help="Board kernel: armhf (32-bit Raspberry Pi OS, armv7l) or arm64 (64-bit, aarch64).",
     ),
@@ -47,8 +82,8 @@ def up_cmd(
         help="Also N diskless boards (no disk: U-Boot boots them from nfs-01 by DHCP and "
         "TFTP, root on NFS); powered on by `netroot provision`.",
     ),
-    server: str = typer.Option(
-        "ganesha",
+    server: ServerKind = typer.Option(
+        ServerKind.GANESHA,
         "--server",
         help="The NFS servers: ganesha (NFS-Ganesha in a container) or kernel (Linux's "
         "nfs-kernel-server in a Debian x86_64 VM of its own, reached over SSH as a sudo user).",
@@ -62,9 +97,11 @@ def up_cmd(
         "each mounting or booting from its own (netroot_nfs_server in the inventory).",
     ),
     gpu_mem: int = typer.Option(
-        128,
+        LAB_GPU_MEM_MIB,
         "--gpu-mem",
-        help="The boards' gpu_mem in MiB, 32..944 (netroot_gpu_mem in the inventory, written "
+        min=GPU_MEM_RANGE[0],
+        max=GPU_MEM_RANGE[1],
+        help="The boards' gpu_mem in MiB (netroot_gpu_mem in the inventory, written "
         "to their config.txt by provision); an arm64 board's RAM is 1024 MiB less it.",
     ),
 ) -> None:
@@ -73,6 +110,7 @@ def up_cmd(
     from netroot.lab.host import service
 
     app, t0 = _reporter(ctx)
+    app.on_interrupt = _interrupted_lab
 
     def report(msg: str) -> None:
         app.out.info(f"[cyan]{time.monotonic() - t0:6.1f}s[/cyan] {escape(msg)}", markup=True)
@@ -83,19 +121,26 @@ def up_cmd(
         fresh=fresh,
         export_root=export_root,
         boot=boot,
-        arch=arch_mod.by_name(arch),
+        arch=arch_mod.by_name(arch.value),
         netboot=netboot,
-        server_kind=server,
+        server_kind=server.value,
         gpu_mem=gpu_mem,
         servers=servers,
     )
     app.out.info(f"inventory: {plan.lab_dir / 'inventory.yml'}")
 
 
-@lab_app.command("build")
+@lab_app.command(
+    "build",
+    short_help="Build the lab's artifacts; start nothing.",
+    epilog=context.epilog(
+        [("netroot lab build", ""), ("netroot lab build --arch arm64", "")],
+        "0 built, 1 failed, 5 a system package or Docker is missing.",
+    ),
+)
 def build_cmd(
     ctx: typer.Context,
-    arch: str = typer.Option("armhf", "--arch", help="Board kernel: armhf (the default) or arm64."),
+    arch: Arch = typer.Option(Arch.ARMHF, "--arch", help="Board kernel: armhf or arm64."),
 ) -> None:
     """Build the lab's artifacts (once, cached) without starting anything; `up` builds them too."""
     from netroot.lab import arch as arch_mod
@@ -106,7 +151,7 @@ def build_cmd(
     def report(msg: str) -> None:
         app.out.info(f"[cyan]{time.monotonic() - t0:6.1f}s[/cyan] {escape(msg)}", markup=True)
 
-    chosen = arch_mod.by_name(arch)
+    chosen = arch_mod.by_name(arch.value)
     service.check_environment()
     service.build_artifacts(report, chosen)
 
@@ -122,7 +167,14 @@ def power_cycle_cmd(
     service.power_cycle(name, lambda m: app.out.info(escape(m), markup=True))
 
 
-@lab_app.command("status")
+@lab_app.command(
+    "status",
+    short_help="What runs: network, servers, boards (exit 1: not up).",
+    epilog=context.epilog(
+        [("netroot lab status", ""), ("netroot lab status --tsv", "")],
+        "0 up, 1 not (wholly) up.",
+    ),
+)
 def status_cmd(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
@@ -152,7 +204,17 @@ def status_cmd(
         raise typer.Exit(int(Exit.FAILED))
 
 
-@lab_app.command("down")
+@lab_app.command(
+    "down",
+    short_help="Stop the boards, the servers and the lab network.",
+    epilog=context.epilog(
+        [
+            ("netroot lab down", "boards resume at the next `up`"),
+            ("netroot lab down --no-save", "the next `up` boots them afresh"),
+        ],
+        "0 down (or nothing was running), 1 failed.",
+    ),
+)
 def down_cmd(
     ctx: typer.Context,
     save: bool = typer.Option(
@@ -172,7 +234,14 @@ def down_cmd(
     app.out.info("lab down" + ("" if stopped else ": nothing was running"))
 
 
-@lab_app.command("doctor")
+@lab_app.command(
+    "doctor",
+    short_help="Check the packages and conditions the lab needs.",
+    epilog=context.epilog(
+        [("netroot lab doctor", "")],
+        "0 all there, 5 something missing (the apt command to fix it is printed).",
+    ),
+)
 def doctor_cmd(ctx: typer.Context) -> None:
     """Check the system packages and conditions the lab needs; prints the apt command to fix."""
     from netroot.lab import doctor

@@ -1,24 +1,25 @@
-"""Entry point: global options, command registration, and the one place errors become exit codes."""
+"""Entry point: the root command, registration, and the one place errors become exit codes."""
 
 from __future__ import annotations
 
-import logging
+import os
 import sys
-from pathlib import Path
+from typing import Any, NoReturn
 
 import typer
 
 from netroot import __version__
-from netroot.cli.context import AppContext
+from netroot.cli.context import NOTHING_COMMITTED, NetrootTyper, get
 from netroot.console import Output
-from netroot.errors import EXIT_CODES_HELP, NetrootError
+from netroot.errors import EXIT_CODES_HELP, Exit, NetrootError
 
-app = typer.Typer(
+app = NetrootTyper(
     name="netroot",
     help="Run a lab of Raspberry Pi boards from one container image over NFS.\n\n"
-    + EXIT_CODES_HELP,
+    "-i/--inventory, -v/--verbose and -q/--quiet go before or after the command's name. "
+    "`netroot COMMAND --help` shows a command's options and examples.\n\n" + EXIT_CODES_HELP,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -33,26 +34,11 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     ctx: typer.Context,
-    inventory: Path | None = typer.Option(
-        None,
-        "-i",
-        "--inventory",
-        envvar="NETROOT_INVENTORY",
-        help="Ansible inventory: a file (YAML, INI) or a directory (default: the lab's).",
-    ),
-    verbose: int = typer.Option(0, "-v", "--verbose", count=True, help="More detail on stderr."),
-    quiet: bool = typer.Option(False, "-q", "--quiet", help="Only errors on stderr."),
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version."
     ),
 ) -> None:
-    level = -1 if quiet else verbose
-    ctx.obj = AppContext(inventory_path=inventory, out=Output(verbosity=level))
-    logging.basicConfig(
-        level=logging.DEBUG if verbose >= 2 else logging.WARNING,
-        format="%(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    get(ctx).configure()  # the global options themselves: netroot.cli.context
 
 
 def _register() -> None:
@@ -62,14 +48,55 @@ def _register() -> None:
     commands.register(app)
 
 
-def main() -> None:
-    """Run the CLI; NetrootError becomes one red line, a hint, and its exit code.
+def _usage_error(exc: Any) -> NoReturn:
+    """A refused command line in one line (what was wrong) and a hint (where the help is)."""
+    from typer._click.exceptions import NoArgsIsHelpError
 
-    Usage errors exit 2 and Ctrl-C exits 130 (typer's standalone mode does both).
+    if isinstance(exc, NoArgsIsHelpError):
+        exc.show()  # bare `netroot` or `netroot lab`: the help itself
+    else:
+        ctx = getattr(exc, "ctx", None)
+        hint = f"see `{ctx.command_path} --help`" if ctx is not None else ""
+        Output().error(exc.format_message(), hint)
+    sys.exit(exc.exit_code)
+
+
+def main() -> None:
+    """Run the CLI; every way out of a command ends here, with its exit code.
+
+    NetrootError becomes one red line, a hint, and its code; a refused command line (unknown
+    option, a value out of its range or choices) one line and 2, before any work. Ctrl-C exits
+    130 with one line saying what was committed: the command's own words
+    (netroot.cli.context.NetrootCommand), or, when it came outside a command, that nothing was.
     """
-    _register()
+    import typer._click.exceptions as click_exc
+
     try:
-        app()
+        _register()
+        code = app(prog_name="netroot", standalone_mode=False)  # `python -m netroot` too
     except NetrootError as exc:
-        Output().error(exc.message, exc.hint)
+        label = "" if exc.code == Exit.INTERRUPTED else "error:"
+        Output().error(exc.message, exc.hint, label=label)
+        if exc.code == Exit.INTERRUPTED:
+            _exit_now(exc.code)
         sys.exit(int(exc.code))
+    except click_exc.ClickException as exc:
+        _usage_error(exc)
+    except typer.Abort:  # end of input at a prompt
+        Output().error("aborted: nothing written")
+        sys.exit(int(Exit.FAILED))
+    except KeyboardInterrupt:
+        code = int(Exit.INTERRUPTED)
+    if code == Exit.INTERRUPTED:  # typer's own, for a Ctrl-C outside a command
+        Output().error(NOTHING_COMMITTED, label="")
+        _exit_now(code)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Exit after Ctrl-C without joining worker threads still blocked on a silent host (an SSH
+    probe, a connect): the command's own cleanup (locks, state, Ansible's cancel) has run as
+    the interrupt unwound it; only the threads' waits are cut short."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Group
@@ -16,11 +16,13 @@ from rich.text import Text
 
 from netroot.cli import context
 from netroot.console import Output
-from netroot.errors import EXIT_CODES_HELP
-from netroot.provision.events import Summary
+
+if TYPE_CHECKING:  # the provision room (and the inventory) load only when provision runs
+    from netroot.provision.events import Summary
 
 HELP = (
-    "Provision the NFS server and boards with Ansible: exports on the server; netroot-mount, "
+    "Configure the NFS server and boards with Ansible, each board on its version.\n\n"
+    "Exports on the server; netroot-mount, "
     "netroot-chroot and the boot unit on the boards, with the assigned version mounted. "
     "Boards with netroot_boot: netboot get no scripts: the server runs dnsmasq (proxy-DHCP + "
     "TFTP, its config checked with dnsmasq --test first), the board's TFTP directory is pointed "
@@ -33,7 +35,22 @@ HELP = (
     "`current`. "
     "--check --diff shows what would change without changing anything (no state, no lock). "
     "Takes the export root's writer lock (exit 6 when another rollout, rollback or provision "
-    "holds it).\n\n" + EXIT_CODES_HELP
+    "holds it). Ansible's run logs: NETROOT_HOME/provision/runs/<inventory>-<hash>/ (the "
+    "last 10 runs of each inventory are kept)."
+)
+EPILOG = context.epilog(
+    [
+        ("netroot provision --all", "the server and every board"),
+        ("netroot provision pi-01 -i inventory.yml", "the server play, then pi-01"),
+        ("netroot provision --all --check --diff", "what would change; changes nothing"),
+    ],
+    "0 done, 1 a task failed, 2 bad input (inventory), 4 a host unreachable, 5 "
+    "ansible-playbook missing, 6 another writer holds the export root's lock (named), 130 "
+    "interrupted (hosts may be partly configured; nothing recorded; run it again).",
+)
+INTERRUPTED = (
+    "interrupted: the playbook was stopped mid-run; hosts may be partly configured and "
+    "nothing was recorded in the fleet state; provision again (it only changes what differs)"
 )
 
 
@@ -90,7 +107,12 @@ class _Reporter:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("provision", help=HELP)
+    @app.command(
+        "provision",
+        help=HELP,
+        short_help="Configure the NFS server and boards with Ansible.",
+        epilog=EPILOG,
+    )
     def provision_cmd(
         ctx: typer.Context,
         targets: list[str] = typer.Argument(None, help="Hosts or groups of the inventory."),
@@ -113,6 +135,8 @@ def register(app: typer.Typer) -> None:
         boards = [inventory.boards[h] for h in inventory.expand(list(targets or []), all_hosts)
                   if h in inventory.boards]  # fmt: skip
         command = "netroot " + shlex.join(sys.argv[1:])
+        if not check:
+            app_ctx.on_interrupt = lambda: INTERRUPTED
         with fleet.writing(command, break_lock=break_lock, check=check) as state:
             versions = provision_versions(fleet.desired(boards, state))
             with _Reporter(out) as reporter:

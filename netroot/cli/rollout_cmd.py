@@ -9,11 +9,21 @@ from typing import Any
 
 import typer
 
-from netroot.cli.context import JSON_OPTION, AppContext, get
+from netroot.cli import interrupted
+from netroot.cli.context import (
+    JSON_OPTION,
+    AppContext,
+    QpuMode,
+    count_option,
+    epilog,
+    get,
+    name_option,
+    version_option,
+)
 from netroot.errors import Exit, UsageError, worst
 
 ROLLOUT_HELP = (
-    "Export (or reuse) a version, then switch boards canary first, batch by batch, smoked.\n\n"
+    "Export a version, then switch boards to it canary first, batch by batch, smoked.\n\n"
     "The version is exported WITHOUT moving the image's `current`: `current` moves only when "
     "the rollout completes with every targeted board on it and smoked green (or by an explicit "
     "`netroot export`, a release). --dry-run, like a declined prompt, only prints the plan: "
@@ -27,12 +37,27 @@ ROLLOUT_HELP = (
     "cannot be reached count as unreachable against the budget (never the canary), the others "
     "go on, and the same command run again once it is back finishes the job."
 )
-ROLLOUT_EPILOG = (
-    "Exit codes: 0 every board on the new version and smoked green, 1 stopped (budget spent or "
-    "canary failed; failed boards back on their last good version), 2 bad input, 4 some boards "
+ROLLOUT_EPILOG = epilog(
+    [
+        ("netroot rollout raspbian:2026-12 --dry-run", "the plan; nothing changes"),
+        ("netroot rollout raspbian:2026-12 --yes", "canary, then one board a batch"),
+        ("netroot rollout img.tar --name raspbian --batch 25% --max-fail 1 --yes", ""),
+        ("netroot rollout raspbian:2026-12 -g lab --qpu emulate --yes", ""),
+    ],
+    "0 every board on the new version and smoked green, 1 stopped (budget spent or canary "
+    "failed; failed boards back on their last good version), 2 bad input, 4 some boards "
     "unreachable (within the budget; the rest completed), 6 another writer holds the export "
-    "root's lock, 130 interrupted (run the same command again, from any control host, to "
-    "resume, or `netroot rollback`)."
+    "root's lock (named), 130 interrupted (stderr says which boards switched; the same "
+    "command, from any control host, resumes; `netroot rollback` undoes).",
+)
+ROLLBACK_EPILOG = epilog(
+    [
+        ("netroot rollback pi-01 --yes", "back to its previous good version"),
+        ("netroot rollback boards --to 3f2a9c0d1e4b5a6f --yes", ""),
+    ],
+    "0 rolled back and smoked green, 1 failed, 2 bad input, 4 a board unreachable, 6 another "
+    "writer holds the export root's lock (named), 130 interrupted (stderr says which boards "
+    "are back).",
 )
 BREAK_LOCK_HELP = "Take over a lock whose holder ran on another host and is gone."
 
@@ -43,7 +68,8 @@ def _confirm(yes: bool, question: str) -> None:
     if not sys.stdin.isatty():
         raise UsageError("not asking on a non-interactive stdin", "pass --yes to go ahead")
     if not typer.confirm(question, err=True):
-        raise typer.Exit(1)  # declined: nothing was written
+        typer.echo("declined: nothing changed", err=True)
+        raise typer.Exit(int(Exit.FAILED))
 
 
 def _command_line() -> str:
@@ -51,8 +77,9 @@ def _command_line() -> str:
 
 
 def _results(
-    app: AppContext, results: list[Any], as_json: bool, extra: dict[str, Any], canary: bool
-) -> None:
+    app: AppContext, title: str, results: list[Any], as_json: bool, extra: dict[str, Any],
+    canary: bool,
+) -> None:  # fmt: skip
     rows = [
         {"board": r.board, "batch": r.batch, "outcome": r.outcome.value, "version": r.version,
          "message": r.message}
@@ -62,7 +89,7 @@ def _results(
         app.out.json({**extra, "boards": rows})
         return
     app.out.table(
-        "rollout",
+        title,
         ["board", "batch", "outcome", "runs", "detail"],
         [
             [
@@ -94,14 +121,15 @@ def _plan_table(app: AppContext, plan: Any, name: str, pinned: list[str]) -> Non
     )  # fmt: skip
 
 
-def _exit_for(results: list[Any], stopped: bool) -> Exit:
+def _exit_for(results: list[Any], stopped: bool, ok: Any) -> Exit:
+    """The run's code: the worst board's (`ok` is the outcome that counts as done)."""
     from netroot.fleet.outcome import Outcome
 
     if stopped:
         return Exit.FAILED
     return worst(
         Exit.OK
-        if r.outcome == Outcome.OK
+        if r.outcome == ok
         else Exit.UNREACHABLE
         if r.outcome == Outcome.UNREACHABLE
         else Exit.FAILED
@@ -113,24 +141,39 @@ def rollout(
     ctx: typer.Context,
     source: str = typer.Argument(..., help="Image (repo:tag, id) or tar archive to roll out."),
     group: str = typer.Option("boards", "--group", "-g", help="Boards or group to roll out to."),
-    name: str | None = typer.Option(None, "--name", help="Export name (default: repository)."),
-    canary: int = typer.Option(1, "--canary", help="Boards in the canary batch."),
-    batch: str = typer.Option("1", "--batch", help="Batch size after the canary: N or P%."),
+    name: str | None = typer.Option(
+        None, "--name", callback=name_option, help="Export name (default: repository)."
+    ),
+    canary: int = typer.Option(1, "--canary", min=0, help="Boards in the canary batch."),
+    batch: str = typer.Option(
+        "1",
+        "--batch",
+        metavar="N|P%",
+        callback=lambda v: count_option(v, "--batch"),
+        help="Batch size after the canary: N or P%.",
+    ),
     max_fail: str = typer.Option(
         "0",
         "--max-fail",
+        metavar="N|P%",
+        callback=lambda v: count_option(v, "--max-fail"),
         help="Failures tolerated over the whole rollout (unreachable "
         "boards count): N or P% of the boards to switch.",
     ),
-    stagger: float = typer.Option(0.0, "--stagger", help="Seconds between boards' remounts."),
-    checks: Path | None = typer.Option(None, "--checks", help="Your testinfra checks (a dir)."),
-    qpu: str = typer.Option("auto", "--qpu", help="QPU smoke: auto, require, skip, emulate."),
+    stagger: float = typer.Option(
+        0.0, "--stagger", min=0, help="Seconds between boards' remounts."
+    ),
+    checks: Path | None = typer.Option(
+        None, "--checks", exists=True, file_okay=False, help="Your testinfra checks (a dir)."
+    ),
+    qpu: QpuMode = typer.Option(QpuMode.AUTO, "--qpu", help="The QPU smoke (see `smoke --help`)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before starting."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; change nothing."),
     break_lock: bool = typer.Option(False, "--break-lock", help=BREAK_LOCK_HELP),
     as_json: bool = JSON_OPTION,
 ) -> None:
     from netroot.cli.source import name_for, open_source
+    from netroot.fleet.outcome import Outcome
     from netroot.fleet.remote import open_fleet
     from netroot.provision.service import check_become
     from netroot.rollout import runner
@@ -169,14 +212,17 @@ def rollout(
     servers = [s.name for s in inv.servers_for(planned.boards)]  # each board's own server
     check_become(inv, [*servers, *(b.name for b in planned.boards)], proven=observed)
     _confirm(yes, f"roll {planned.plan.to_version} out to {len(planned.plan.boards)} boards?")
+    boards = [s.board for b in planned.plan.batches for s in b]
+    app.on_interrupt = lambda: interrupted.switched(fleet, boards, planned.plan.to_version)
     with fleet.locked(_command_line(), break_lock=break_lock):
         outcome = runner.run(
-            fleet, planned, source, info, apply, name, qpu, checks, app.out.info,
+            fleet, planned, source, info, apply, name, qpu.value, checks, app.out.info,
             become_checked=True,
         )  # fmt: skip
     result = outcome.result
     _results(
         app,
+        "rollout",
         result.results,
         as_json,
         {"plan": planned.plan.to_dict(), "stopped": result.stopped, "reason": result.reason,
@@ -187,13 +233,15 @@ def rollout(
         app.out.info(f"{name}: current -> {planned.plan.to_version}")
     if result.stopped:
         app.out.error(f"rollout stopped: {result.reason}", f"{name}'s current is unchanged")
-    raise typer.Exit(int(_exit_for(result.results, result.stopped)))
+    raise typer.Exit(int(_exit_for(result.results, result.stopped, Outcome.OK)))
 
 
 def rollback(
     ctx: typer.Context,
     targets: list[str] = typer.Argument(..., help="Boards or groups."),
-    to: str | None = typer.Option(None, "--to", help="Version id (default: the previous good)."),
+    to: str | None = typer.Option(
+        None, "--to", callback=version_option, help="Version id (default: the previous good)."
+    ),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask."),
     break_lock: bool = typer.Option(False, "--break-lock", help=BREAK_LOCK_HELP),
     as_json: bool = JSON_OPTION,
@@ -212,16 +260,19 @@ def rollback(
     servers = [s.name for s in fleet.inventory.servers_for(boards)]
     check_become(fleet.inventory, [*servers, *versions])
     _confirm(yes, "roll back " + ", ".join(f"{b} to {v}" for b, v in versions.items()) + "?")
+    app.on_interrupt = lambda: interrupted.rolled_back(fleet, versions)
     with fleet.locked(_command_line(), break_lock=break_lock):
         results = runner.rollback(fleet, boards, to, app.out.info, become_checked=True)
-    _results(app, results, as_json, {}, canary=False)
-    if any(r.outcome != Outcome.ROLLED_BACK for r in results):
-        raise typer.Exit(int(Exit.FAILED))
+    _results(app, "rollback", results, as_json, {}, canary=False)
+    raise typer.Exit(int(_exit_for(results, False, Outcome.ROLLED_BACK)))
 
 
 def register(app: typer.Typer) -> None:
-    app.command(help=ROLLOUT_HELP, epilog=ROLLOUT_EPILOG)(rollout)
     app.command(
-        epilog="Exit codes: 0 rolled back and smoked green, 1 failed, 2 bad input, 6 another "
-        "writer holds the export root's lock."
+        help=ROLLOUT_HELP,
+        short_help="Switch boards to a new version: canary, then batches.",
+        epilog=ROLLOUT_EPILOG,
+    )(rollout)
+    app.command(
+        short_help="Put boards back on their previous good version.", epilog=ROLLBACK_EPILOG
     )(rollback)

@@ -9,11 +9,16 @@ from pathlib import Path
 
 import typer
 
-from netroot.cli.context import get
+from netroot.cli.context import QpuMode, epilog, get
 
-EPILOG = (
-    "Exit codes: 0 all checks passed (skips allowed), 3 a check failed, "
-    "4 a board was unreachable (and none failed), 2 bad input."
+EPILOG = epilog(
+    [
+        ("netroot smoke boards", "every board, the built-in checks"),
+        ("netroot smoke pi-01 --checks ./checks --junit smoke.xml", ""),
+        ("netroot smoke boards --qpu emulate --tsv", "the QPU kernel on the emulator"),
+    ],
+    "0 all checks passed (skips allowed), 2 bad input, 3 a check failed, 4 a board was "
+    "unreachable (and none failed), 130 interrupted (nothing recorded).",
 )
 
 
@@ -21,22 +26,31 @@ def smoke(
     ctx: typer.Context,
     targets: list[str] = typer.Argument(..., help="Boards or groups from the inventory."),
     as_json: bool = typer.Option(False, "--json", help="JSON report on stdout."),
-    junit: Path | None = typer.Option(None, "--junit", help="Write a JUnit XML report here."),
+    junit: Path | None = typer.Option(
+        None, "--junit", dir_okay=False, help="Write a JUnit XML report here."
+    ),
     checks: Path | None = typer.Option(
         None,
         "--checks",
+        exists=True,
+        file_okay=False,
         help="A directory of your own testinfra test files, run in the chroot "
         "(on a netboot board, its booted root).",
     ),
-    qpu: str = typer.Option(
-        "auto",
+    qpu: QpuMode = typer.Option(
+        QpuMode.AUTO,
         "--qpu",
         help="auto: run where a VideoCore IV is found, skip elsewhere (require where the "
         "inventory says netroot_qpu: true); require: fail without one; skip; "
         "emulate: run the kernel on netroot's emulator (the GPU is NOT tested).",
     ),
 ) -> None:
-    """Smoke boards: version mounted, read-only root, /dev /proc /sys, armhf, identity, QPU."""
+    """Check boards: version mounted, read-only root, identity, the QPU; your checks.
+
+    The built-in checks: the version the board should run is mounted, the root is read-only,
+    /dev /proc /sys are there, the architecture and identity are right; then the QPU smoke
+    (--qpu) and your testinfra files (--checks).
+    """
     from netroot.fleet.remote import open_fleet
     from netroot.fleet.service import smoke_expectations
     from netroot.fsutil import atomic_write
@@ -48,12 +62,12 @@ def smoke(
     inv = fleet.inventory
     boards = inv.resolve(targets)
     expected = smoke_expectations(fleet.desired(boards, fleet.load()))
-    app.out.info(f"smoking {', '.join(b.name for b in boards)} (qpu: {qpu})")
+    app.out.info(f"smoking {', '.join(b.name for b in boards)} (qpu: {qpu.value})")
     report = run_smoke(
         inv,
         boards,
         checks_dir=checks,
-        qpu_mode=qpu,
+        qpu_mode=qpu.value,
         expected=expected,
         qpu_runner=run_qpu,
         log=app.out.debug,
@@ -76,4 +90,6 @@ def smoke(
 
 
 def register(app: typer.Typer) -> None:
-    app.command(epilog=EPILOG)(smoke)
+    app.command(short_help="Check boards: mount, read-only root, identity, QPU.", epilog=EPILOG)(
+        smoke
+    )

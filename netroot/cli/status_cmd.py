@@ -7,7 +7,8 @@ from typing import Any
 
 import typer
 
-from netroot.cli.context import JSON_OPTION, get
+from netroot.cli.context import JSON_OPTION, epilog, get
+from netroot.errors import Exit, worst
 
 
 def _ago(ts: float | None) -> str:
@@ -33,7 +34,7 @@ def status(
     targets: list[str] | None = typer.Argument(None, help="Boards or groups (default: all)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """What each board runs vs. what it should run; exit 1 when any board drifts."""
+    """What each board runs vs. what it should run (read-only)."""
     from netroot.fleet import events as log
     from netroot.fleet.probe import observe_all
     from netroot.fleet.remote import open_fleet
@@ -86,11 +87,31 @@ def status(
                 app.out.info(r.error if r.error.startswith(r.board) else f"{r.board}: {r.error}")
             if r.stuck:  # where it stopped, from the event log
                 app.out.info(f"{r.board}: last seen {r.stage} {_ago(r.stage_since)}")
-    if any(r.drift for r in rows):
-        raise typer.Exit(1)
+    raise typer.Exit(int(_exit_for(rows, down)))
+
+
+def _exit_for(rows: list[Any], down: dict[str, str]) -> Exit:
+    """An unreachable board is data in the table, and the exit code still says 4 (as smoke,
+    provision and rollout do); a reachable board off its version is a drift (1)."""
+    return worst(
+        Exit.OK if not r.drift
+        else Exit.UNREACHABLE if not r.reachable or r.server in down
+        else Exit.FAILED
+        for r in rows
+    )  # fmt: skip
+
+
+EPILOG = epilog(
+    [
+        ("netroot status", "every board of the inventory"),
+        ("netroot status pi-01 pi-02 -i inventory.yml", ""),
+        ("netroot status --tsv | cut -f1,4", "scripts: whole cells, one row a line"),
+    ],
+    "0 every board in line, 1 a reachable board drifts, 2 bad input, 4 a board or its NFS "
+    "server could not be reached (the table still shows every board; why, on stderr; 1 "
+    "outranks 4).",
+)
 
 
 def register(app: typer.Typer) -> None:
-    app.command(epilog="Exit codes: 0 every board in line, 1 drift or unreachable, 2 bad input.")(
-        status
-    )
+    app.command(short_help="What each board runs vs. what it should run.", epilog=EPILOG)(status)

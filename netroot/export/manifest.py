@@ -8,12 +8,14 @@ import hashlib
 import json
 import os
 import re
+import sys
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from netroot.errors import UsageError
+from netroot.errors import UsageError, held_by
 from netroot.fsutil import fsync_dir
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
@@ -249,11 +251,37 @@ def switch_current(layout: Layout, vid: str) -> bool:
 def try_lock(layout: Layout) -> int | None:
     """The export name's lock (flock on .lock, never waiting), taken by a local export, a
     server-side export and a prune alike: its fd, or None when another process holds it. It
-    is held until the fd is closed or the process ends (so kill -9 releases it)."""
+    is held until the fd is closed or the process ends (so kill -9 releases it). The holder
+    writes who it is into the file, for the refusal of the next one (`lock_holder`)."""
     fd = os.open(layout.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
         return None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(_me()).encode(), 0)
     return fd
+
+
+def _me() -> dict[str, Any]:
+    # On the server the helper runs from `python3 -c` over SSH: say whose helper it is.
+    client = os.environ.get("SSH_CLIENT", "").split(" ")[0]
+    if sys.argv[:1] == ["-c"]:
+        command = "netroot's export helper" + (f" for {client}" if client else "")
+    else:
+        command = "netroot " + " ".join(sys.argv[1:])
+    return {"command": command, "pid": os.getpid(), "host": os.uname().nodename,
+            "started": time.time()}  # fmt: skip
+
+
+def lock_holder(layout: Layout) -> str:
+    """Who holds the export name's lock, as a refusal names it (read-only)."""
+    try:
+        me = json.loads(layout.lock.read_text())
+        return held_by(me["command"], me["pid"], me["host"], me["started"], time.time())
+    except (OSError, ValueError, KeyError, TypeError):
+        return "a process that has not said who it is (an older netroot)"
+
+
+BUSY_HINT = "wait for it to finish, or stop it; its lock goes with its process (nothing to break)"

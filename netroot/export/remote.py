@@ -38,7 +38,7 @@ from netroot.adapters import server as adapter
 from netroot.bundle import helper_command
 from netroot.errors import Exit, NetrootError, UsageError
 from netroot.export import service
-from netroot.export.manifest import Layout, Manifest, check_name
+from netroot.export.manifest import BUSY_HINT, Layout, Manifest, check_name
 from netroot.export.sources import SourceInfo, SourceRead
 from netroot.export.writer import Progress
 from netroot.inventory import NfsServer
@@ -123,7 +123,7 @@ def _once(server: NfsServer, args: list[str], what: str) -> dict[str, Any]:
         raise adapter.ssh_failure(target, what, proc.returncode, err.decode(errors="replace"))
     reply: dict[str, Any] = json.loads(line.splitlines()[-1])
     if reply.get("busy"):
-        raise NetrootError(f"{server.name}: {reply['error']}", "wait for it to finish", Exit.BUSY)
+        raise NetrootError(f"{server.name}: {reply['error']}", BUSY_HINT, Exit.BUSY)
     if not reply.get("ok"):
         raise UsageError(
             f"{server.name}: {reply.get('error')}", f"see `netroot versions` on {server.name}"
@@ -160,9 +160,7 @@ class Session(adapter.HelperSession):
 
     def reply_error(self, reply: dict[str, Any], what: str) -> NetrootError:
         if reply.get("busy"):
-            return NetrootError(
-                f"{self.target.name}: {reply['error']}", "wait for it to finish", Exit.BUSY
-            )
+            return NetrootError(f"{self.target.name}: {reply['error']}", BUSY_HINT, Exit.BUSY)
         if "differences" in reply:
             return NetrootError(
                 f"{self.target.name}: the tree sent differs from its manifest at "

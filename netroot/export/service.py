@@ -17,11 +17,13 @@ from netroot.errors import Exit, NetrootError, UsageError
 from netroot.export import leftovers
 from netroot.export.fstree import ignore, remove_tree
 from netroot.export.manifest import (
+    BUSY_HINT,
     Layout,
     Manifest,
     check_name,
     diff_entries,
     file_stats,
+    lock_holder,
     tree_hash,
     try_lock,
     version_id,
@@ -89,8 +91,10 @@ def locked(layout: Layout) -> Iterator[None]:
     fd = try_lock(layout)
     if fd is None:
         raise NetrootError(
-            f"another netroot process is exporting or pruning {layout.name!r}",
-            "wait for it to finish",
+            f"another netroot process is exporting or pruning {layout.name!r}: "
+            + lock_holder(layout),
+            BUSY_HINT,
+            Exit.BUSY,
         )
     try:
         yield

@@ -26,5 +26,12 @@ def observe(board: Board) -> tuple[BoardFacts | None, str]:
 
 def observe_all(boards: list[Board]) -> dict[str, tuple[BoardFacts | None, str]]:
     """Observe every board in parallel (SSH round trips are slow on TCG boards)."""
-    with ThreadPoolExecutor(max_workers=max(1, min(16, len(boards)))) as pool:
-        return dict(zip((b.name for b in boards), pool.map(observe, boards), strict=True))
+    pool = ThreadPoolExecutor(max_workers=max(1, min(16, len(boards))))
+    try:
+        found = dict(zip((b.name for b in boards), pool.map(observe, boards), strict=True))
+    except BaseException:
+        # Ctrl-C: do not wait for the probes still waiting on a silent host (up to a minute).
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return found

@@ -44,6 +44,7 @@ from netroot.export.manifest import (
     check_name,
     current_id,
     diff_entries,
+    lock_holder,
     switch_current,
     tree_hash,
     try_lock,
@@ -194,7 +195,8 @@ def session(root: Path, name: str, vid: str) -> int:
     layout.versions.mkdir(exist_ok=True)
     layout.staging.mkdir(exist_ok=True)
     if try_lock(layout) is None:  # held until this process ends
-        _reply({"ok": False, "busy": True, "error": f"another export or prune of {name!r} runs"})
+        _reply({"ok": False, "busy": True, "error": f"another export or prune of {name!r} runs: "
+                + lock_holder(layout)})  # fmt: skip
         return 1
     clean_stale(layout, keep_staging=vid)
     exists = layout.manifest_path(vid).exists() and layout.version_dir(vid).is_dir()
@@ -321,7 +323,8 @@ def prune_only(root: Path, name: str, keep: str, protected: str) -> int:
         _reply({"ok": False, "error": f"no export named {name!r} under {root} (keep {keep!r})"})
         return 2
     if try_lock(layout) is None:  # held until this process ends
-        _reply({"ok": False, "busy": True, "error": f"another export or prune of {name!r} runs"})
+        _reply({"ok": False, "busy": True, "error": f"another export or prune of {name!r} runs: "
+                + lock_holder(layout)})  # fmt: skip
         return 1
     removed = prune(layout, int(keep), {v for v in protected.split(",") if v})
     _reply({"ok": True, "pruned": removed, "current": current_id(layout)})

@@ -11,7 +11,6 @@ Read-only commands never look at the lock.
 
 from __future__ import annotations
 
-import datetime as dt
 import fcntl
 import json
 import os
@@ -22,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from netroot.errors import Exit, NetrootError, UsageError
+from netroot.errors import Exit, NetrootError, UsageError, held_by
 from netroot.fsutil import atomic_write
 
 LOCK_NAME = ".netroot-lock"
@@ -38,8 +37,16 @@ class Holder:
     token: str
 
     def describe(self) -> str:
-        when = dt.datetime.fromtimestamp(self.started, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-        return f"`{self.command}` (pid {self.pid} on {self.host}, since {when})"
+        return held_by(self.command, self.pid, self.host, self.started, time.time())
+
+    def way_out(self) -> str:
+        """The hint of a refusal: wait, or (only for a holder on another host) break it."""
+        if self.host == this_host():
+            return (
+                f"wait for it to finish, or stop it (kill {self.pid}); a lock whose process is "
+                "gone is taken over by the next writer"
+            )
+        return f"wait for it; if that process is gone on {self.host}, run again with --break-lock"
 
 
 class LockHeld(NetrootError):
@@ -133,13 +140,7 @@ def acquire(root: Path, command: str, *, break_lock: bool = False) -> Holder:
                 if holder is None:
                     continue  # released meanwhile: try again
                 if not _stale(holder, break_lock):
-                    hint = (
-                        "wait for it to finish"
-                        if holder.host == this_host()
-                        else f"wait for it; if that process is gone on {holder.host}, "
-                        "run again with --break-lock"
-                    )
-                    raise LockHeld(holder, hint)
+                    raise LockHeld(holder, holder.way_out())
                 lock.unlink(missing_ok=True)
                 try:
                     os.link(tmp, lock)
@@ -172,5 +173,4 @@ def refuse_if_held(root: Path, *, break_lock: bool = False) -> None:
     """Fail fast (before a slow plan) when a live writer holds the lock; takes nothing."""
     holder = read_holder(root)
     if holder is not None and not _stale(holder, break_lock):
-        hint = "wait for it to finish" if holder.host == this_host() else "see --break-lock"
-        raise LockHeld(holder, hint)
+        raise LockHeld(holder, holder.way_out())

@@ -164,22 +164,26 @@ def run_smoke(
     # One SSH connection per board for the probe and the QPU program (a new connection costs
     # a key exchange and a login on the board); the checks run in their own process.
     sessions = {b.name: Session(target_for(b.host)) for b in boards}
+    pool = ThreadPoolExecutor(max_workers=max(1, min(8, len(boards))))
     try:
-        with ThreadPoolExecutor(max_workers=max(1, min(8, len(boards)))) as pool:
-            reports = list(pool.map(lambda b: _probe(b, sessions[b.name]), boards))
-            ready = [(b, r) for b, r in zip(boards, reports, strict=True) if r.status == "pass"]
-            if not ready:
-                return SmokeReport(reports)
-            checked = _run_checks(inv, [b for b, _ in ready], checks_dir, expected or {}, log)
-            for board, report in ready:
-                report.checks.extend(checked[board.name])
-            runs = [
-                pool.submit(_run_qpu, b, sessions[b.name], r, qpu_mode, qpu_runner)
-                for b, r in ready
-            ]
-            for run in runs:
-                run.result()
+        reports = list(pool.map(lambda b: _probe(b, sessions[b.name]), boards))
+        ready = [(b, r) for b, r in zip(boards, reports, strict=True) if r.status == "pass"]
+        if not ready:
+            return SmokeReport(reports)
+        checked = _run_checks(inv, [b for b, _ in ready], checks_dir, expected or {}, log)
+        for board, report in ready:
+            report.checks.extend(checked[board.name])
+        runs = [
+            pool.submit(_run_qpu, b, sessions[b.name], r, qpu_mode, qpu_runner) for b, r in ready
+        ]
+        for run in runs:
+            run.result()
+    except BaseException:
+        # Ctrl-C: do not wait for the workers still waiting on a silent board.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
     finally:
+        pool.shutdown(wait=False)  # every worker is done here, or abandoned above
         for session in sessions.values():
             session.close()
     return SmokeReport(reports)

@@ -63,7 +63,7 @@ def test_writers_refused_while_the_lock_is_held(tmp_path: Path) -> None:
             assert f"pid {holder.pid}" in proc.stderr and "netroot rollout other:1" in proc.stderr
         assert not (root / "raspbian").exists()  # refused before the export
         # Readers never wait for, nor touch, the lock.
-        assert _netroot(inv, "status", "--json").returncode == 1  # unreachable boards: drift
+        assert _netroot(inv, "status", "--json").returncode == 4  # unreachable boards (data)
         assert _netroot(inv, "rollout", source, "--name", "raspbian", "--dry-run").returncode == 0
     finally:
         lock.release(root, holder)

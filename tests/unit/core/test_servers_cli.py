@@ -79,7 +79,7 @@ def test_a_rollout_plan_is_paced_per_server(tmp_path: Path) -> None:
 def test_status_shows_which_board_hangs_off_which_server(tmp_path: Path) -> None:
     inv, _roots = _setup(tmp_path)
     proc = _netroot(inv, "status", "--json")
-    assert proc.returncode == 1, proc.stderr  # the boards are not there: drift
+    assert proc.returncode == 4, proc.stderr  # the boards are not there: unreachable
     out = json.loads(proc.stdout)
     assert out["servers"]["nfs-01"] == {"address": "127.0.0.2", "home": True,
                                         "boards": ["pi-01", "pi-02", "pi-03"]}  # fmt: skip

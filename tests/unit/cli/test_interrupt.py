@@ -1,0 +1,108 @@
+"""Ctrl-C exits 130 with one line saying what was committed: nothing, for a command that only
+reads; what it committed, where netroot knows (an export, a rollout's boards)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from netroot.cli.interrupted import committed_since, rolled_back, switched
+from netroot.errors import Exit
+from netroot.fleet.state import BoardState, State
+from netroot.remote.fleet import STATE_NAME
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A port on the hosts' loopback addresses that accepts and never says a word: an SSH
+    client waits there for the server's banner until its timeout."""
+    first = socket.create_server(("127.0.0.2", 0))
+    port = first.getsockname()[1]
+    others = [socket.create_server((f"127.0.0.{n}", port)) for n in (3, 4)]
+    yield port
+    for s in (first, *others):
+        s.close()
+
+
+def _interrupted(tmp_path: Path, port: int, *args: str) -> subprocess.CompletedProcess[str]:
+    known = tmp_path / "known_hosts"
+    known.write_text("")
+    hosts = {
+        name: {"ansible_host": f"127.0.0.{n}", "ansible_port": port,
+               "netroot_known_hosts": str(known)}
+        for name, n in (("nfs-01", 2), ("pi-01", 3), ("pi-02", 4))
+    }  # fmt: skip
+    hosts["nfs-01"]["netroot_export_root"] = str(tmp_path / "root")
+    (tmp_path / "root").mkdir()
+    data = {"all": {"children": {"nfs_servers": {"hosts": {"nfs-01": hosts.pop("nfs-01")}},
+                                 "boards": {"hosts": hosts}}}}  # fmt: skip
+    inv = tmp_path / "inventory.yml"
+    inv.write_text(yaml.safe_dump(data))
+    env = {**os.environ, "NETROOT_HOME": str(tmp_path), "NO_COLOR": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netroot", *args, "-i", str(inv)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        env=env,
+    )  # fmt: skip
+    time.sleep(3)  # up and waiting on the silent hosts (the probes wait up to a minute)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+@pytest.mark.parametrize("args", [("status",), ("smoke", "boards")])
+def test_ctrl_c_while_waiting_on_hosts(
+    args: tuple[str, ...], tmp_path: Path, silent_port: int
+) -> None:
+    done = _interrupted(tmp_path, silent_port, *args)
+    assert done.returncode == Exit.INTERRUPTED
+    assert done.stderr.splitlines()[-1] == "interrupted: nothing committed", done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "root" / STATE_NAME).exists()  # smoke recorded nothing
+
+
+def test_an_export_says_whether_it_committed(tmp_path: Path) -> None:
+    versions = tmp_path / "img" / "versions"
+    versions.mkdir(parents=True)
+    (versions / "0000000000000001.json").write_text("{}")
+    os.symlink("versions/0000000000000001", tmp_path / "img" / "current")
+    said = committed_since(tmp_path, "img")
+    assert said() == "interrupted: nothing committed (img's current is unchanged)"
+    (versions / "0000000000000002.json").write_text("{}")  # its manifest renamed in: committed
+    assert said() == "interrupted: img 0000000000000002 committed; current unchanged"
+
+
+class _Fleet:
+    def __init__(self, state: State) -> None:
+        self.state = state
+
+    def load(self) -> State:
+        return self.state
+
+
+def test_a_rollout_says_which_boardsswitched(tmp_path: Path) -> None:
+    state = State(tmp_path / "state.json")
+    state.boards["pi-01"] = BoardState(assigned="bbbb")
+    state.boards["pi-02"] = BoardState(assigned="aaaa")
+    said = switched(_Fleet(state), ["pi-01", "pi-02", "pi-03"], "bbbb")
+    assert said.startswith("interrupted: 1 of 3 boards switched to bbbb (pi-01)"), said
+    state.boards["pi-01"].assigned = "aaaa"
+    assert switched(_Fleet(state), ["pi-01"], "bbbb").startswith("interrupted: no board")
+
+
+def test_a_rollback_says_which_boards_are_back(tmp_path: Path) -> None:
+    state = State(tmp_path / "state.json")
+    state.boards["pi-01"] = BoardState(assigned="aaaa")
+    state.boards["pi-02"] = BoardState(assigned="bbbb")
+    said = rolled_back(_Fleet(state), {"pi-01": "aaaa", "pi-02": "aaaa"})
+    assert said == "interrupted: rolled back pi-01; the others unchanged"
