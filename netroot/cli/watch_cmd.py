@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from netroot.cli.context import get
+from netroot.cli.context import epilog, get
 from netroot.errors import UsageError
 
 FOLLOW_POLL_S = 2.0
@@ -47,15 +47,8 @@ def events(
 
     Each rollout, rollback, provision and smoke logs what it changed on each board (assigned,
     switching, smoking, ok, failed, unreachable, rolled-back, smoke, good, mounted) and on the
-    fleet (rollout started and how it ended, current released), with the reason recorded.
-
-    Examples:
-
-      netroot events --since 1h
-
-      netroot events --board pi-03 --follow
-
-      netroot events --json | jq 'select(.event == "failed")'
+    fleet (rollout started and how it ended, current released), with the reason recorded
+    (docs/fleet.md, "Watching the fleet").
     """
     from netroot.fleet import events as log
     from netroot.fleet.remote import open_fleet
@@ -70,6 +63,8 @@ def events(
     start = _since(since)
     seen: set[str] = set()
     last_time = float("-inf")
+    if app.out.tsv and not as_json:
+        typer.echo("\t".join(log.TSV_COLUMNS))
     while True:
         new = []
         for event in log.select(log.parse(fleet.store.read_events()), board, start):
@@ -78,7 +73,12 @@ def events(
                 continue
             new.append(event)
         for event in new:
-            typer.echo(event.to_json() if as_json else log.describe(event))
+            if as_json:
+                typer.echo(event.to_json())
+            elif app.out.tsv:
+                typer.echo(log.tsv(event))
+            else:
+                typer.echo(log.describe(event))
             if event.time > last_time:
                 seen.clear()
                 last_time = event.time
@@ -104,12 +104,6 @@ def metrics(
     Reaches every board as `status` does. With --textfile DIR the same text replaces
     DIR/netroot.prom atomically (node_exporter --collector.textfile.directory=DIR); run it from
     cron or a systemd timer.
-
-    Examples:
-
-      netroot metrics
-
-      netroot metrics --textfile /var/lib/prometheus/node-exporter
     """
     from netroot.fleet import events as log
     from netroot.fleet.metrics import TEXTFILE_NAME, render
@@ -135,8 +129,25 @@ def metrics(
     typer.echo(text, nl=False)
 
 
+EVENTS_EPILOG = epilog(
+    [
+        ("netroot events --since 1h", "one line each, oldest first"),
+        ("netroot events --board pi-03 --follow", "pi-03's and the fleet's, as they come"),
+        ("netroot events --json | jq 'select(.event == \"failed\")'", ""),
+    ],
+    "0 ok, 2 bad input, 4 the fleet home's server could not be reached.",
+)
+METRICS_EPILOG = epilog(
+    [
+        ("netroot metrics", "the fleet's metrics on stdout"),
+        ("netroot metrics --textfile /var/lib/node_exporter", "also DIR/netroot.prom"),
+    ],
+    "0 ok (unreachable boards are netroot_board_up 0), 2 bad input.",
+)
+
+
 def register(app: typer.Typer) -> None:
-    app.command(epilog="Exit codes: 0 ok, 2 bad input, 4 the export root's server unreachable.")(
+    app.command(short_help="The fleet's history: every change and verdict.", epilog=EVENTS_EPILOG)(
         events
     )
-    app.command(epilog="Exit codes: 0 ok, 2 bad input.")(metrics)
+    app.command(short_help="The fleet as Prometheus metrics.", epilog=METRICS_EPILOG)(metrics)

@@ -176,3 +176,16 @@ def describe(event: Event) -> str:
     version = f" {event.version}" if event.version else ""
     reason = f": {event.reason}" if event.reason else ""
     return f"{when} {who} {event.event}{version}{reason}"
+
+
+TSV_COLUMNS = ("time", "board", "event", "version", "reason", "from", "command")
+
+
+def tsv(event: Event) -> str:
+    """One event as a tab-separated line (TSV_COLUMNS; tabs and newlines in a cell are spaces)."""
+    cells = (
+        time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(event.time)),
+        event.board or "", event.event, event.version or "", event.reason,
+        event.previous or "", event.command,
+    )  # fmt: skip
+    return "\t".join(" ".join(str(c).split()) if c else "" for c in cells)

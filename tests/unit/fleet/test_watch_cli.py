@@ -72,3 +72,12 @@ def test_metrics_written_for_the_textfile_collector_and_status_names_the_stuck_b
     status = netroot_cli(inv, "status")
     assert "pi-02: last seen switching" in status.stderr
     assert "pi-01: last seen" not in status.stderr  # ended its operation: not stuck
+
+
+def test_events_as_tsv_have_a_header_and_whole_cells(tmp_path: Path) -> None:
+    inv, _root = _setup(tmp_path)
+    lines = netroot_cli(inv, "events", "--tsv", "--board", "pi-02").stdout.splitlines()
+    header = ["time", "board", "event", "version", "reason", "from", "command"]
+    assert lines[0].split("\t") == header
+    rows = [line.split("\t") for line in lines[1:]]
+    assert all(len(r) == 7 for r in rows) and rows[-1][1:4] == ["pi-02", "switching", "b" * 12]
