@@ -58,6 +58,7 @@ HELPER_MODULES = (
     "netroot.export.members",
     "netroot.export.manifest",
     "netroot.export.scan",
+    "netroot.export.versiontree",
     "netroot.remote.lock",
     "netroot.remote.export",
     "netroot.remote.fleet",

@@ -342,33 +342,81 @@ def verify(
         )
 
 
+def _protection(app: AppContext, name: str) -> dict[str, list[str]]:
+    """`_protected`, each version with why a board needs it (for prune's table)."""
+    inv = _inventory_or_none(app)
+    if inv is None or not inv.servers:
+        return {}
+    from netroot.fleet.remote import open_fleet
+
+    return open_fleet(inv).protection(name)
+
+
 def prune(
     ctx: typer.Context,
     name: str = NAME_ARGUMENT,
     keep: int = typer.Option(..., "--keep", min=1, help="Versions to keep (newest)."),
     root: Path | None = ROOT_OPTION,
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Say what would be removed and why the rest stays; write nothing."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Remove all but the newest N versions (never current, nor any a board is assigned)."""
+    """Remove all but the newest N versions (never current, nor any a board needs).
+
+    Newest is by the manifest's export time, the same order on every export root. Each kept
+    version says why: current, pinned by / assigned to / mounted by / last green on a board,
+    or among the N newest.
+    """
+    from netroot.export import onservers, service
+
     app, several, server = _open(ctx, root)
+    protection = _protection(app, name)
+    failed: dict[str, NetrootError] = {}
     if several:
-        from netroot.cli import several as on_several
-
-        return on_several.prune(app, several, name, keep, _protected(app, name), as_json)
-    if server is not None:  # pruned on the server, under the export's lock there
-        from netroot.export.remote import prune_remote
-
-        removed = prune_remote(server, name, keep, _protected(app, name))
+        found = onservers.each(
+            several, lambda s: onservers.prune_plan_on(s, name, keep, protection, dry_run=dry_run)
+        )
+        plans, failed = found.answers, found.failed
+    elif server is not None:  # pruned on the server, under the export's lock there
+        plans = {
+            server.name: onservers.prune_plan_on(server, name, keep, protection, dry_run=dry_run)
+        }
     else:
-        from netroot.export import service
-
         layout = _existing(app, root, name)
-        removed = service.prune(layout.root, name, keep, _protected(app, name))
+        plan = service.prune_plan(layout.root, name, keep, protection, dry_run=dry_run)
+        plans = {str(layout.root): plan}
     if as_json:
-        app.out.json({"name": name, "removed": removed})
+        removed = {w: p.remove for w, p in plans.items()}
+        kept = {w: p.kept for w, p in plans.items()}
+        one = not several  # one export root: its lists; several: per server, as `versions`
+        app.out.json(
+            {
+                "name": name,
+                "dry_run": dry_run,
+                "removed": next(iter(removed.values())) if one else removed,
+                "kept": next(iter(kept.values())) if one else kept,
+            }
+            | ({} if one else {"failed": {w: e.message for w, e in failed.items()}})
+        )
     else:
-        listed = (": " + ", ".join(removed)) if removed else ""
-        app.out.info(f"removed {len(removed)} versions{listed}")
+        verb = "would remove" if dry_run else "removed"
+        for where, plan in plans.items():
+            rows = [
+                [vid, verb if vid in plan.remove else "kept", "; ".join(plan.kept.get(vid, []))]
+                for vid in plan.order
+            ]
+            app.out.table(f"prune {name} on {where}", ["version", "action", "why"], rows)
+            app.out.info(f"{where}: {verb} {len(plan.remove)} of {len(plan.order)} versions")
+    if failed:
+        from netroot.export.fanout import exit_code
+
+        reasons = "; ".join(f"{w}: {e.message}" for w, e in failed.items())
+        raise NetrootError(
+            f"pruning {name} failed on {', '.join(failed)}: {reasons}",
+            "the other servers are done; run the command again once those are back",
+            exit_code(failed.values()),
+        )
 
 
 def register(app: typer.Typer) -> None:

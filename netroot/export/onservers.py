@@ -8,7 +8,7 @@ fails is a result beside the others' answers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 from netroot.errors import NetrootError
 from netroot.export import service
 from netroot.export.manifest import Layout, Manifest, check_name
+from netroot.export.versiontree import PrunePlan
 from netroot.inventory import NfsServer
 
 T = TypeVar("T")
@@ -76,8 +77,21 @@ def verify_on(server: NfsServer, name: str, vid: str | None) -> Verified:
 
 def prune_on(server: NfsServer, name: str, keep: int, protected: set[str]) -> list[str]:
     """All but the newest `keep` versions of NAME on a server, never current nor protected."""
-    if server.remote:
-        from netroot.export.remote import prune_remote
+    return prune_plan_on(server, name, keep, protected).remove
 
-        return prune_remote(server, name, keep, protected)
-    return service.prune(Path(server.export_root), name, keep, protected)
+
+def prune_plan_on(
+    server: NfsServer,
+    name: str,
+    keep: int,
+    protected: Mapping[str, Sequence[str]] | set[str],
+    *,
+    dry_run: bool = False,
+) -> PrunePlan:
+    """Prune NAME on a server (or with `dry_run` only plan it, writing nothing): what goes,
+    and why each other version stays."""
+    if server.remote:
+        from netroot.export.remote import prune_plan_remote
+
+        return prune_plan_remote(server, name, keep, protected, dry_run=dry_run)
+    return service.prune_plan(Path(server.export_root), name, keep, protected, dry_run=dry_run)

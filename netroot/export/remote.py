@@ -29,7 +29,7 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Unpack
@@ -40,6 +40,7 @@ from netroot.errors import Exit, NetrootError, UsageError
 from netroot.export import service
 from netroot.export.manifest import Layout, Manifest, check_name
 from netroot.export.sources import SourceInfo, SourceRead
+from netroot.export.versiontree import PrunePlan
 from netroot.export.writer import Progress
 from netroot.inventory import NfsServer
 from netroot.paths import cache_dir
@@ -144,11 +145,32 @@ def versions_remote(server: NfsServer, name: str) -> tuple[str | None, list[Mani
     return reply["current"], found
 
 
-def prune_remote(server: NfsServer, name: str, keep: int, protected: set[str]) -> list[str]:
+def prune_remote(
+    server: NfsServer,
+    name: str,
+    keep: int,
+    protected: Mapping[str, Sequence[str]] | set[str],
+    *,
+    dry_run: bool = False,
+) -> list[str]:
     """All but the newest `keep` versions on the server, never current nor a protected one."""
-    args = ["--prune", server.export_root, check_name(name), str(keep), ",".join(sorted(protected))]
-    removed: list[str] = _once(server, args, "pruning")["pruned"]
-    return removed
+    return prune_plan_remote(server, name, keep, protected, dry_run=dry_run).remove
+
+
+def prune_plan_remote(
+    server: NfsServer,
+    name: str,
+    keep: int,
+    protected: Mapping[str, Sequence[str]] | set[str],
+    *,
+    dry_run: bool = False,
+) -> PrunePlan:
+    """Prune on the server (under the export's lock there), or with `dry_run` only plan it
+    (no lock, nothing written): what goes and why each other version stays."""
+    why = service.reasons(protected)
+    args = ["--prune", server.export_root, check_name(name), str(keep), "1" if dry_run else "0"]
+    plan = _once(server, [*args, json.dumps(why, sort_keys=True)], "pruning")["plan"]
+    return PrunePlan(list(plan["remove"]), dict(plan["kept"]), list(plan["order"]))
 
 
 class Session(adapter.HelperSession):

@@ -17,7 +17,7 @@ import pytest
 
 from netroot.adapters import server as adapter
 from netroot.bundle import helper_command
-from netroot.export import remote, service, sources
+from netroot.export import remote, service, sources, versiontree
 from netroot.export.manifest import Layout
 from netroot.inventory import Host, NfsServer
 from netroot.sshtarget import target_for
@@ -177,14 +177,14 @@ def test_local_manifest_disk_full_leaves_nothing_visible(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     v1 = _build(tmp_path, ROOTFS, "v1").manifest.version
-    real = service.atomic_write  # type: ignore[attr-defined]
+    real = versiontree.atomic_write  # type: ignore[attr-defined]
 
     def full(path: Path, data: bytes | str, **kw: Any) -> None:
         if str(path).endswith(".json"):
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         real(path, data, **kw)
 
-    monkeypatch.setattr(service, "atomic_write", full)
+    monkeypatch.setattr(versiontree, "atomic_write", full)
     with pytest.raises(Exception, match="no space left"):
         _build(tmp_path, [*ROOTFS, Spec("etc/new", data=b"n")], "v2")
     layout = Layout(tmp_path / "mirror", "img")
