@@ -59,7 +59,9 @@ HELPER_MODULES = (
     "netroot.export.manifest",
     "netroot.export.scan",
     "netroot.export.versiontree",
+    "netroot.export.repair",
     "netroot.remote.lock",
+    "netroot.remote.export_repair",
     "netroot.remote.export",
     "netroot.remote.fleet",
 )

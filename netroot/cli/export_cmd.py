@@ -10,6 +10,13 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from netroot.cli.context import JSON_OPTION, AppContext, get
+from netroot.cli.export_upkeep import (
+    REPAIR_HELP,
+    protection_of,
+    repair_command,
+    run_repair,
+    show_prune,
+)
 from netroot.errors import Exit, NetrootError, UsageError
 
 if TYPE_CHECKING:
@@ -28,7 +35,9 @@ EXPORT_EPILOG = (
     "sent differs from its manifest on the server, 4 server unreachable over SSH, 6 another "
     "export of that name runs there. With several NFS servers the version goes to each server "
     "serving a board of the image (all at once); one that fails exits with its code once the "
-    "others are done (their `current` moved)."
+    "others are done (their `current` moved). --repair: 0 put back (or not damaged), 3 the "
+    "source does not give the version's tree there (nothing changed) or paths still differ, "
+    "2 no such version to repair."
 )
 
 
@@ -148,6 +157,7 @@ def export(
         help="Read the image through `docker export` even when its layer "
         "dirs are readable (slower; same result).",
     ),
+    repair: bool = typer.Option(False, "--repair", help=REPAIR_HELP),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Export an image's filesystem as a new verified version; switch `current` to it.
@@ -172,6 +182,13 @@ def export(
         name = name or name_for(source, info)
         protected = _protected(app, name) if keep else set()
         bar.total(info.size)
+        if repair:
+            from netroot.cli.several import servers_for_image
+
+            places = servers_for_image(app.inventory(), name) if several else [server]
+            return run_repair(
+                app, places, export_root, info, apply, name, keep_host_keys, bar.callback, as_json
+            )
         if several:
             from netroot.cli import several as on_several
             from netroot.export.fanout import Options
@@ -314,11 +331,13 @@ def verify(
         reply = verify_remote(server, name, vid)
         version, files, tree = reply["version"], reply["files"], reply["tree_hash"]
         differences: list[str] = reply["differences"]
+        origin = (reply["source"], reply["repo_tags"], reply["image_id"])
     else:
         from netroot.export import service
 
         manifest, differences = service.verify(_root(app, root), name, vid)
         version, files, tree = manifest.version, manifest.files, manifest.tree_hash
+        origin = (manifest.source, manifest.repo_tags, manifest.image_id)
     if as_json:
         app.out.json(
             {
@@ -335,21 +354,12 @@ def verify(
         if not differences:
             app.out.info(f"{name}@{version}: ok ({files} entries)")
     if differences:
+        command = repair_command(name, version, *origin, root)
         raise NetrootError(
             f"{name}@{version}: {len(differences)} paths differ from the manifest",
-            "a version must never change in place; re-export the image to a new version",
+            f"put it back in place from its source (boards keep their mounts): {command}",
             Exit.CHECKS,
         )
-
-
-def _protection(app: AppContext, name: str) -> dict[str, list[str]]:
-    """`_protected`, each version with why a board needs it (for prune's table)."""
-    inv = _inventory_or_none(app)
-    if inv is None or not inv.servers:
-        return {}
-    from netroot.fleet.remote import open_fleet
-
-    return open_fleet(inv).protection(name)
 
 
 def prune(
@@ -371,52 +381,21 @@ def prune(
     from netroot.export import onservers, service
 
     app, several, server = _open(ctx, root)
-    protection = _protection(app, name)
+    protection = protection_of(_inventory_or_none(app), name)
     failed: dict[str, NetrootError] = {}
-    if several:
+    if several or server is not None:  # pruned on each server, under the export's lock there
         found = onservers.each(
-            several, lambda s: onservers.prune_plan_on(s, name, keep, protection, dry_run=dry_run)
+            several or [server],
+            lambda s: onservers.prune_plan_on(s, name, keep, protection, dry_run=dry_run),
         )
+        if not several and found.failed:
+            raise next(iter(found.failed.values()))
         plans, failed = found.answers, found.failed
-    elif server is not None:  # pruned on the server, under the export's lock there
-        plans = {
-            server.name: onservers.prune_plan_on(server, name, keep, protection, dry_run=dry_run)
-        }
     else:
         layout = _existing(app, root, name)
         plan = service.prune_plan(layout.root, name, keep, protection, dry_run=dry_run)
         plans = {str(layout.root): plan}
-    if as_json:
-        removed = {w: p.remove for w, p in plans.items()}
-        kept = {w: p.kept for w, p in plans.items()}
-        one = not several  # one export root: its lists; several: per server, as `versions`
-        app.out.json(
-            {
-                "name": name,
-                "dry_run": dry_run,
-                "removed": next(iter(removed.values())) if one else removed,
-                "kept": next(iter(kept.values())) if one else kept,
-            }
-            | ({} if one else {"failed": {w: e.message for w, e in failed.items()}})
-        )
-    else:
-        verb = "would remove" if dry_run else "removed"
-        for where, plan in plans.items():
-            rows = [
-                [vid, verb if vid in plan.remove else "kept", "; ".join(plan.kept.get(vid, []))]
-                for vid in plan.order
-            ]
-            app.out.table(f"prune {name} on {where}", ["version", "action", "why"], rows)
-            app.out.info(f"{where}: {verb} {len(plan.remove)} of {len(plan.order)} versions")
-    if failed:
-        from netroot.export.fanout import exit_code
-
-        reasons = "; ".join(f"{w}: {e.message}" for w, e in failed.items())
-        raise NetrootError(
-            f"pruning {name} failed on {', '.join(failed)}: {reasons}",
-            "the other servers are done; run the command again once those are back",
-            exit_code(failed.values()),
-        )
+    show_prune(app, name, plans, failed, dry_run=dry_run, several=bool(several), as_json=as_json)
 
 
 def register(app: typer.Typer) -> None:

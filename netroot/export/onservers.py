@@ -17,7 +17,9 @@ from typing import Generic, TypeVar
 from netroot.errors import NetrootError
 from netroot.export import service
 from netroot.export.manifest import Layout, Manifest, check_name
+from netroot.export.sources import SourceInfo, SourceRead
 from netroot.export.versiontree import PrunePlan
+from netroot.export.writer import Progress, Writer
 from netroot.inventory import NfsServer
 
 T = TypeVar("T")
@@ -95,3 +97,23 @@ def prune_plan_on(
 
         return prune_plan_remote(server, name, keep, protected, dry_run=dry_run)
     return service.prune_plan(Path(server.export_root), name, keep, protected, dry_run=dry_run)
+
+
+def repair_on(
+    server: NfsServer | None,
+    root: Path,
+    info: SourceInfo,
+    apply: Callable[[Writer], SourceRead],
+    name: str,
+    keep_host_keys: bool,
+    progress: Progress | None,
+) -> service.RepairResult:
+    """Put NAME's version of the source back in place where it is damaged: on `server` (over
+    SSH when its root is remote), or under `root` when no server is given."""
+    options: service.ExportOptions = {"keep_host_keys": keep_host_keys, "progress": progress}
+    if server is not None and server.remote:
+        from netroot.export.remote import repair_remote
+
+        return repair_remote(info, apply, server, name, **options)
+    where = Path(server.export_root) if server is not None else root
+    return service.repair(info, apply, where, name, **options)

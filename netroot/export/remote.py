@@ -176,8 +176,10 @@ def prune_plan_remote(
 class Session(adapter.HelperSession):
     """The export's helper session on the server: holds the export's lock there while open."""
 
-    def __init__(self, target: SshTarget, root: str, name: str, vid: str) -> None:
-        command = helper_command("netroot.remote.export", [root, name, vid])
+    def __init__(self, target: SshTarget, root: str, name: str, vid: str, mode: str = "") -> None:
+        """mode: "" an export's session; "--repair" a repair's (netroot.remote.export_repair)."""
+        args = [mode, root, name, vid] if mode else [root, name, vid]
+        command = helper_command("netroot.remote.export", args)
         super().__init__(target, command, "starting the export helper")
 
     def reply_error(self, reply: dict[str, Any], what: str) -> NetrootError:
@@ -190,6 +192,12 @@ class Session(adapter.HelperSession):
                 f"{self.target.name}: the tree sent differs from its manifest at "
                 f"{reply['count']} paths: " + "; ".join(reply["differences"][:5]),
                 "nothing was committed; run the export again (it is sent afresh)",
+                Exit.CHECKS,
+            )
+        if "unrepairable" in reply:
+            return NetrootError(
+                f"{self.target.name}: {reply['error']}",
+                "nothing was changed; export the image to a new version and roll it out",
                 Exit.CHECKS,
             )
         return super().reply_error(reply, what)
@@ -297,3 +305,47 @@ def export_remote(
         return push.send(Layout(local, name), built.manifest, request, started, progress)
     finally:
         push.close()
+
+
+def repair_remote(
+    info: SourceInfo,
+    apply: Callable[[Any], SourceRead],
+    server: NfsServer,
+    name: str,
+    *,
+    mirror: Path | None = None,
+    **options: Unpack[service.ExportOptions],
+) -> service.RepairResult:
+    """Put a damaged version on the server back in place (netroot.remote.export_repair): the
+    server names the damaged paths, this host builds the version in its mirror (from the
+    source) and sends only those paths, the server checks and puts them back."""
+    started = time.monotonic()
+    keep_host_keys, progress = options.get("keep_host_keys", False), options.get("progress")
+    vid = service.planned_version(info, keep_host_keys=keep_host_keys)
+    target = remote_target(server)
+    session = Session(target, server.export_root, check_name(name), vid, "--repair")
+    try:
+        hello = session.hello
+        local = mirror or mirror_root(server)
+        built = service.export(
+            info, apply, local, name, keep=1, keep_host_keys=keep_host_keys, progress=progress
+        ).manifest
+        if not hello["damaged"]:
+            return service.RepairResult(built, [], [], time.monotonic() - started)
+        tree = Layout(local, name).version_dir(vid)
+        with tempfile.NamedTemporaryFile(prefix="netroot-repair-") as listing:
+            # NUL-separated bytes (a name may hold a newline); "." is the version's root.
+            listing.write(b"".join(os.fsencode(p or ".") + b"\0" for p in hello["send"]))
+            listing.flush()
+            flags = ["-aHAX", "--numeric-ids", "--sparse", "--stats", "--from0", EXACT_TIMES]
+            what = f"sending the good copy of {len(hello['send'])} paths"
+            adapter.rsync(
+                target, [f"{tree}/"], f"{hello['staging']}/",
+                [*flags, f"--files-from={listing.name}"], what,
+            )  # fmt: skip
+        done = session.request({"op": "repair"}, what="repairing")
+        return service.RepairResult(
+            built, done["done"], done["remaining"], time.monotonic() - started
+        )
+    finally:
+        session.close()

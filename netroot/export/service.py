@@ -15,8 +15,10 @@ from typing import TypedDict, Unpack
 from netroot import __version__
 from netroot.errors import Exit, NetrootError, UsageError
 from netroot.export import leftovers, versiontree
+from netroot.export import repair as repairing
 from netroot.export.fstree import ignore, remove_tree
 from netroot.export.manifest import (
+    Entry,
     Layout,
     Manifest,
     check_name,
@@ -169,6 +171,65 @@ def export(
         pruned = _prune_after(layout, keep, protected)
     seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
     return ExportResult(manifest, False, switched, pruned, seconds)
+
+
+@dataclass
+class RepairResult:
+    manifest: Manifest  # summary
+    done: list[str]  # what was put back, one line a path ([]: nothing was damaged)
+    remaining: list[str]  # differences left after (empty unless a bug or the disk again)
+    seconds: float
+
+
+def repair(
+    info: SourceInfo, apply: Apply, root: Path, name: str, **options: Unpack[ExportOptions]
+) -> RepairResult:
+    """Put a damaged version back as its manifest records it, in place (netroot.export.repair
+    says why in place), from a fresh build of its source; `current` is not moved."""
+    started = dt.datetime.now(dt.UTC)
+    keep_host_keys, progress = options.get("keep_host_keys", False), options.get("progress")
+    layout = Layout(root, check_name(name))
+    vid = planned_version(info, keep_host_keys=keep_host_keys)
+    if not layout.manifest_path(vid).exists():
+        raise UsageError(
+            f"no version {vid} of {name!r} under {root} to repair ({info.ref} gives that id)",
+            "export it without --repair; see `netroot versions NAME` for what is there",
+        )
+    _prepare(layout)
+    with locked(layout):
+        versiontree.clean_stale(layout)
+        manifest = read_manifest(layout, vid)
+        version = layout.version_dir(vid)
+        actual = scan(str(version))
+        done: list[str] = []
+        if repairing.damaged(manifest.entries, actual):
+            staging = layout.staging / vid
+            staging.mkdir()
+            try:
+                good = _build(info, apply, layout, staging, vid, None, keep_host_keys, progress)
+                _check_good(info, manifest, actual, good.entries)
+                done = repairing.repair(version, staging, manifest.entries, actual)
+            finally:
+                remove_tree(str(staging), ignore)
+            _syncfs(version)
+        remaining = diff_entries(manifest.entries, scan(str(version)))
+    seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
+    return RepairResult(manifest, done, remaining, seconds)
+
+
+def _check_good(
+    info: SourceInfo, manifest: Manifest, actual: dict[str, Entry], good: dict[str, Entry]
+) -> None:
+    """Refuse (nothing changed) when the fresh build differs from the manifest where the
+    version is damaged: that source no longer gives this version's tree."""
+    bad = repairing.check_good(repairing.damaged(manifest.entries, actual), manifest.entries, good)
+    if bad:
+        raise NetrootError(
+            f"{info.ref} does not give {manifest.name}@{manifest.version}'s tree at "
+            f"{len(bad)} of its damaged paths: " + ", ".join("/" + p for p in bad[:5]),
+            "nothing was changed; export the image to a new version and roll it out",
+            Exit.CHECKS,
+        )
 
 
 def planned_version(info: SourceInfo, *, keep_host_keys: bool = False) -> str:

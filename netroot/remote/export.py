@@ -10,7 +10,8 @@ the server has python3, not netroot; nothing is installed there), as if it were
 (One-shot instead: `--verify ROOT NAME VID|""` re-hashes a committed version, read-only, for
 `netroot verify`; `--list ROOT NAME` lists the versions for `netroot versions`; `--prune ROOT
 NAME KEEP DRY_RUN PROTECTED_JSON` prunes under the export name's lock for `netroot prune`, or
-with DRY_RUN "1" says what it would remove and why it keeps the rest, taking no lock.)
+with DRY_RUN "1" says what it would remove and why it keeps the rest, taking no lock;
+`--repair ROOT NAME VID` puts a damaged version back in place: netroot.remote.export_repair.)
 
 One session per export, speaking JSON lines on stdin/stdout. The helper takes the export name's
 lock (flock on ROOT/NAME/.lock, the same lock a local export takes, so it dies with this
@@ -51,6 +52,7 @@ from netroot.export.manifest import (
     try_lock,
 )
 from netroot.export.scan import scan
+from netroot.remote.export_repair import repair_session
 
 LINK_BASES = 3  # versions rsync may link unchanged files from (current first, then newest)
 
@@ -244,6 +246,10 @@ def verify(root: Path, name: str, vid: str) -> int:
             "files": manifest.files,
             "tree_hash": manifest.tree_hash,
             "differences": differences,
+            # what the control host names in the way back (`netroot export SOURCE --repair`)
+            "source": manifest.source,
+            "repo_tags": manifest.repo_tags,
+            "image_id": manifest.image_id,
         }
     )
     return 0
@@ -287,6 +293,7 @@ MODES: dict[str, tuple[Callable[..., int], int]] = {
     "--verify": (verify, 3),
     "--list": (list_versions, 2),
     "--prune": (prune_only, 5),
+    "--repair": (repair_session, 3),
 }
 
 
@@ -296,7 +303,7 @@ def main(argv: list[str]) -> int:
     if len(args) != count:
         sys.stderr.write(
             "usage: export [--verify] ROOT NAME VID | --list ROOT NAME | "
-            "--prune ROOT NAME KEEP DRY_RUN PROTECTED_JSON\n"
+            "--prune ROOT NAME KEEP DRY_RUN PROTECTED_JSON | --repair ROOT NAME VID\n"
         )
         return 2
     try:

@@ -42,9 +42,10 @@ def _build(tmp_path: Path, specs: list[Spec], tag: str) -> service.ExportResult:
 
 
 class Helper:
-    def __init__(self, root: Path, vid: str, name: str = "img") -> None:
+    def __init__(self, root: Path, vid: str, name: str = "img", mode: str = "") -> None:
         # The very command the server runs (netroot.bundle), python3 found on this PATH.
-        command = helper_command("netroot.remote.export", [str(root), name, vid])
+        args = [mode, str(root), name, vid] if mode else [str(root), name, vid]
+        command = helper_command("netroot.remote.export", args)
         self.proc = subprocess.Popen(
             ["/bin/sh", "-c", command],
             env={"PATH": "/usr/bin:/bin"},
@@ -286,3 +287,37 @@ def test_the_helper_fits_in_one_argument_and_names_only_helpers() -> None:
         assert len(command.encode()) < 128 * 1024 // 2  # half the cap: room to grow
     with pytest.raises(ValueError, match="not a helper"):
         helper_command("netroot.remote.tree", [])
+
+
+@pytest.mark.skipif(not Path(PYTHON).exists(), reason="no system python3")
+def test_the_servers_repair_puts_damaged_paths_back_in_place(tmp_path: Path) -> None:
+    """--repair on the server: damaged paths named, the good copy of those sent (by cp here,
+    rsync --files-from in a real export), checked, put back in the same inodes."""
+    mirror = Layout(tmp_path / "mirror", "img")
+    vid = _build(tmp_path, ROOTFS, "v1").manifest.version
+    server = Layout(tmp_path / "server", "img")
+    server.versions.mkdir(parents=True)
+    _copy_tree(mirror.versions, server.versions)
+    version = server.version_dir(vid)
+    inode = os.lstat(version / "bin/tool").st_ino
+    with open(version / "bin/tool", "r+b") as f:
+        f.write(b"X")
+    os.utime(version / "bin/tool", ns=(0, 1_600_000_000 * 10**9))
+    (version / "etc/extra").write_text("x")
+    helper = Helper(server.root, vid, mode="--repair")
+    assert helper.hello["damaged"] == ["bin/alias", "bin/tool", "etc", "etc/extra"]
+    assert helper.hello["send"] == ["bin/alias", "bin/tool", "etc"]
+    staging = Path(helper.hello["staging"])
+    for path in helper.hello["send"]:
+        subprocess.run(
+            ["cp", "-a", "--preserve=all", "--parents", path, str(staging)],
+            cwd=mirror.version_dir(vid),
+            check=True,
+        )
+    done = helper.send({"op": "repair"})
+    assert done["ok"] and done["remaining"] == [], done
+    assert "rewrote /bin/tool in place" in done["done"] and "removed /etc/extra" in done["done"]
+    assert os.lstat(version / "bin/tool").st_ino == inode
+    assert not staging.exists()
+    again = Helper(server.root, vid, mode="--repair")
+    assert again.hello["damaged"] == [] and again.close() == 0
