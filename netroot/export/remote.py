@@ -326,12 +326,17 @@ def repair_remote(
     session = Session(target, server.export_root, check_name(name), vid, "--repair")
     try:
         hello = session.hello
-        local = mirror or mirror_root(server)
-        built = service.export(
-            info, apply, local, name, keep=1, keep_host_keys=keep_host_keys, progress=progress
-        ).manifest
         if not hello["damaged"]:
-            return service.RepairResult(built, [], [], time.monotonic() - started)
+            summary = Manifest.from_json(hello["manifest"], entries=False)
+            return service.RepairResult(summary, [], [], time.monotonic() - started)
+        local = mirror or mirror_root(server)
+        made = service.export(
+            info, apply, local, name, keep=1, keep_host_keys=keep_host_keys, progress=progress
+        )
+        if made.noop and service.verify(local, name, vid)[1]:
+            # The mirror's copy is the good copy sent: put it back first if it is damaged too.
+            service.repair(info, apply, local, name, keep_host_keys=keep_host_keys)
+        built = made.manifest
         tree = Layout(local, name).version_dir(vid)
         with tempfile.NamedTemporaryFile(prefix="netroot-repair-") as listing:
             # NUL-separated bytes (a name may hold a newline); "." is the version's root.

@@ -47,7 +47,9 @@ def repair_session(root: Path, name: str, vid: str) -> int:
     if paths:
         staged.mkdir(mode=0o755)
     sendable = [p for p in paths if p in manifest.entries]
-    _reply({"ok": True, "damaged": paths, "send": sendable, "staging": str(staged)})
+    summary = versiontree.summary(layout, vid).to_json()
+    _reply({"ok": True, "damaged": paths, "send": sendable, "staging": str(staged),
+            "manifest": summary})  # fmt: skip
     try:
         line = sys.stdin.buffer.readline()
         if not paths or not line.strip():

@@ -509,3 +509,25 @@ def test_one_image_one_tree_hash_here_and_on_the_server(
     verified = remote.run("verify", "img", "--json")
     assert verified.returncode == 0, verified.stderr
     assert json.loads(verified.stdout)["tree_hash"] == local["tree_hash"]
+
+
+def test_prune_dry_run_writes_nothing_on_the_server_and_says_why(
+    remote: Remote, fidelity_tar: Path, tmp_path: Path
+) -> None:
+    from tests.unit.export.test_export_prune import snapshot
+
+    made = [
+        _ok(remote.export(_changed(fidelity_tar, tmp_path / f"v{i}.tar", f"v{i}", b"%d" % i)))
+        for i in range(3)
+    ]
+    ids = [m["version"] for m in made]
+    before = snapshot(remote.root)
+    plan = remote.run("prune", "img", "--keep", "1", "--dry-run", "--json")
+    assert plan.returncode == 0, plan.stderr
+    out = json.loads(plan.stdout)
+    assert out["dry_run"] is True and out["removed"] == ids[:2]
+    assert out["kept"] == {ids[2]: ["current", "among the 1 newest"]}
+    assert snapshot(remote.root) == before
+    done = remote.run("prune", "img", "--keep", "1", "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["removed"] == ids[:2]
+    assert remote.visible() == (f"versions/{ids[2]}", sorted([ids[2], f"{ids[2]}.json"]))
