@@ -202,11 +202,17 @@ def repair(
         version = layout.version_dir(vid)
         actual = scan(str(version))
         done: list[str] = []
-        if repairing.damaged(manifest.entries, actual):
+        damaged = set(repairing.damaged(manifest.entries, actual))
+        if damaged:
+            # The fresh build links the version's intact files (as a re-export links the
+            # previous version's) and never a damaged one: the source is read whole, the
+            # damaged paths are written anew, and the staging tree is cheap to remove.
+            intact = {p: e for p, e in manifest.entries.items() if p not in damaged}
+            reuse = Reuse(version, intact, manifest.origins, manifest.layers)
             staging = layout.staging / vid
             staging.mkdir()
             try:
-                good = _build(info, apply, layout, staging, vid, None, keep_host_keys, progress)
+                good = _build(info, apply, layout, staging, vid, reuse, keep_host_keys, progress)
                 _check_good(info, manifest, actual, good.entries)
                 done = repairing.repair(version, staging, manifest.entries, actual)
             finally:
