@@ -404,7 +404,7 @@ def register(app: typer.Typer) -> None:
         " Several NFS servers: each is asked; one that fails exits with its code (4 unreachable)."
     )
     app.command(epilog="Exit codes: 0 ok, 2 unknown name." + several)(versions)
-    app.command(epilog="Exit codes: 0 tree matches, 3 paths differ, 2 unknown version." + several)(
-        verify
-    )
+    verify_codes = "Exit codes: 0 tree matches, 3 paths differ (the hint names the command that "
+    verify_codes += "puts it back: netroot export SOURCE --repair), 2 unknown version."
+    app.command(epilog=verify_codes + several)(verify)
     app.command(epilog="Exit codes: 0 ok, 1 failed, 2 bad input or unknown name." + several)(prune)
