@@ -9,11 +9,14 @@ import os
 import shlex
 from pathlib import Path
 
-from netroot.export import repair, service
+import pytest
+
+from netroot.errors import Exit, NetrootError
+from netroot.export import repair, service, sources
 from netroot.export.manifest import Layout, Manifest
 from netroot.export.scan import scan
 from tests.unit.export.tarbuild import Spec, write_tar
-from tests.unit.export.test_export_prune import export_archive, snapshot
+from tests.unit.export.test_export_prune import export_archive
 from tests.unit.export.test_export_service import run_nr
 
 ROOTFS = [
@@ -105,6 +108,14 @@ def test_a_good_copy_that_differs_is_refused_and_nothing_changes(tmp_path: Path)
     paths = repair.damaged(manifest.entries, scan(str(version)))
     assert paths == ["etc/os-release"]
     assert repair.check_good(paths, manifest.entries, good) == ["etc/os-release"]
-    before = snapshot(version)
+    # End to end: the repair given a source that writes that other tree under this id.
+    info = sources.inspect_archive(archive)
+    elsewhere = sources.inspect_archive(tmp_path / "o.tar")
+    # (Entries, not inodes: the fresh build hard-links intact files, which moves their ctime.)
+    before = scan(str(version))
+    with pytest.raises(NetrootError, match=r"does not give rootfs@.* at 1 of its damaged") as err:
+        service.repair(info, lambda w: sources.apply_archive(elsewhere, w), layout.root, "rootfs")
+    assert err.value.code == Exit.CHECKS
     assert service.verify(layout.root, "rootfs")[1]  # still damaged, and untouched
-    assert snapshot(version) == before
+    assert scan(str(version)) == before
+    assert os.listdir(layout.staging) == []
