@@ -58,7 +58,10 @@ HELPER_MODULES = (
     "netroot.export.members",
     "netroot.export.manifest",
     "netroot.export.scan",
+    "netroot.export.versiontree",
+    "netroot.export.repair",
     "netroot.remote.lock",
+    "netroot.remote.export_repair",
     "netroot.remote.export",
     "netroot.remote.fleet",
 )

@@ -11,6 +11,13 @@ import typer
 
 from netroot.cli import interrupted
 from netroot.cli.context import JSON_OPTION, AppContext, epilog, get, name_option
+from netroot.cli.export_upkeep import (
+    REPAIR_HELP,
+    protection_of,
+    repair_command,
+    run_repair,
+    show_prune,
+)
 from netroot.errors import Exit, NetrootError, UsageError
 
 if TYPE_CHECKING:
@@ -36,7 +43,9 @@ EXPORT_EPILOG = epilog(
     "says whether the version was committed (it is, only once its manifest is renamed in). "
     "With several NFS servers the version goes to each server "
     "serving a board of the image (all at once); one that fails exits with its code once the "
-    "others are done (their `current` moved).",
+    "others are done (their `current` moved). --repair: 0 put back (or not damaged), 3 the "
+    "source does not give the version's tree there (nothing changed) or paths still differ, "
+    "2 no such version to repair.",
 )
 
 
@@ -158,6 +167,7 @@ def export(
         help="Read the image through `docker export` even when its layer "
         "dirs are readable (slower; same result).",
     ),
+    repair: bool = typer.Option(False, "--repair", help=REPAIR_HELP),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Export an image's filesystem as a new verified version; switch `current` to it.
@@ -182,6 +192,13 @@ def export(
         name = name or name_for(source, info)
         protected = _protected(app, name) if keep else set()
         bar.total(info.size)
+        if repair:
+            from netroot.cli.several import servers_for_image
+
+            places = servers_for_image(app.inventory(), name) if several else [server]
+            return run_repair(
+                app, places, export_root, info, apply, name, keep_host_keys, bar.callback, as_json
+            )
         if several:
             from netroot.cli import several as on_several
             from netroot.export.fanout import Options
@@ -326,11 +343,13 @@ def verify(
         reply = verify_remote(server, name, vid)
         version, files, tree = reply["version"], reply["files"], reply["tree_hash"]
         differences: list[str] = reply["differences"]
+        origin = (reply["source"], reply["repo_tags"], reply["image_id"])
     else:
         from netroot.export import service
 
         manifest, differences = service.verify(_root(app, root), name, vid)
         version, files, tree = manifest.version, manifest.files, manifest.tree_hash
+        origin = (manifest.source, manifest.repo_tags, manifest.image_id)
     if as_json:
         app.out.json(
             {
@@ -347,9 +366,10 @@ def verify(
         if not differences:
             app.out.info(f"{name}@{version}: ok ({files} entries)")
     if differences:
+        command = repair_command(name, version, *origin, root)
         raise NetrootError(
             f"{name}@{version}: {len(differences)} paths differ from the manifest",
-            "a version must never change in place; re-export the image to a new version",
+            f"put it back in place from its source (boards keep their mounts): {command}",
             Exit.CHECKS,
         )
 
@@ -359,28 +379,35 @@ def prune(
     name: str = NAME_ARGUMENT,
     keep: int = typer.Option(..., "--keep", min=1, help="Versions to keep (newest)."),
     root: Path | None = ROOT_OPTION,
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Say what would be removed and why the rest stays; write nothing."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Remove all but the newest N versions (never current, nor any a board is assigned)."""
+    """Remove all but the newest N versions (never current, nor any a board needs).
+
+    Newest is by the manifest's export time, the same order on every export root. Each kept
+    version says why: current, pinned by / assigned to / mounted by / last green on a board,
+    or among the N newest.
+    """
+    from netroot.export import onservers, service
+
     app, several, server = _open(ctx, root)
-    if several:
-        from netroot.cli import several as on_several
-
-        return on_several.prune(app, several, name, keep, _protected(app, name), as_json)
-    if server is not None:  # pruned on the server, under the export's lock there
-        from netroot.export.remote import prune_remote
-
-        removed = prune_remote(server, name, keep, _protected(app, name))
+    protection = protection_of(_inventory_or_none(app), name)
+    failed: dict[str, NetrootError] = {}
+    if several or server is not None:  # pruned on each server, under the export's lock there
+        found = onservers.each(
+            several or [server],
+            lambda s: onservers.prune_plan_on(s, name, keep, protection, dry_run=dry_run),
+        )
+        if not several and found.failed:
+            raise next(iter(found.failed.values()))
+        plans, failed = found.answers, found.failed
     else:
-        from netroot.export import service
-
         layout = _existing(app, root, name)
-        removed = service.prune(layout.root, name, keep, _protected(app, name))
-    if as_json:
-        app.out.json({"name": name, "removed": removed})
-    else:
-        listed = (": " + ", ".join(removed)) if removed else ""
-        app.out.info(f"removed {len(removed)} versions{listed}")
+        plan = service.prune_plan(layout.root, name, keep, protection, dry_run=dry_run)
+        plans = {str(layout.root): plan}
+    show_prune(app, name, plans, failed, dry_run=dry_run, several=bool(several), as_json=as_json)
 
 
 def register(app: typer.Typer) -> None:
@@ -406,13 +433,18 @@ def register(app: typer.Typer) -> None:
                 ("netroot verify raspbian", "its current version"),
                 ("netroot verify raspbian@3f2a9c0d1e4b5a6f", ""),
             ],
-            "0 tree matches, 3 paths differ, 2 unknown version, 4 server unreachable." + several,
+            "0 tree matches, 3 paths differ (the hint names the command that puts it back: "
+            "netroot export SOURCE --name NAME --repair), 2 unknown version, 4 server "
+            "unreachable." + several,
         ),
     )(verify)
     app.command(
         short_help="Remove old versions (never current, nor one a board needs).",
         epilog=epilog(
-            [("netroot prune raspbian --keep 3", "")],
+            [
+                ("netroot prune raspbian --keep 3", ""),
+                ("netroot prune raspbian --keep 3 --dry-run", "what it would remove, and why not"),
+            ],
             "0 ok, 1 failed, 2 bad input or unknown name, 6 an export or prune of that name "
             "runs (named)." + several,
         ),

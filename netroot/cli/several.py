@@ -143,7 +143,7 @@ def verify(
     if bad:
         raise NetrootError(
             f"{name}: paths differ from the manifest on {', '.join(bad)}",
-            "a version must never change in place; re-export the image to a new version",
+            f"put it back in place from its source: netroot export SOURCE --name {name} --repair",
             Exit.CHECKS,
         )
     _fail_if_any(found.failed, f"verifying {name}")

@@ -8,7 +8,7 @@ fails is a result beside the others' answers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +17,9 @@ from typing import Generic, TypeVar
 from netroot.errors import NetrootError
 from netroot.export import service
 from netroot.export.manifest import Layout, Manifest, check_name
+from netroot.export.sources import SourceInfo, SourceRead
+from netroot.export.versiontree import PrunePlan
+from netroot.export.writer import Progress, Writer
 from netroot.inventory import NfsServer
 
 T = TypeVar("T")
@@ -76,8 +79,41 @@ def verify_on(server: NfsServer, name: str, vid: str | None) -> Verified:
 
 def prune_on(server: NfsServer, name: str, keep: int, protected: set[str]) -> list[str]:
     """All but the newest `keep` versions of NAME on a server, never current nor protected."""
-    if server.remote:
-        from netroot.export.remote import prune_remote
+    return prune_plan_on(server, name, keep, protected).remove
 
-        return prune_remote(server, name, keep, protected)
-    return service.prune(Path(server.export_root), name, keep, protected)
+
+def prune_plan_on(
+    server: NfsServer,
+    name: str,
+    keep: int,
+    protected: Mapping[str, Sequence[str]] | set[str],
+    *,
+    dry_run: bool = False,
+) -> PrunePlan:
+    """Prune NAME on a server (or with `dry_run` only plan it, writing nothing): what goes,
+    and why each other version stays."""
+    if server.remote:
+        from netroot.export.remote import prune_plan_remote
+
+        return prune_plan_remote(server, name, keep, protected, dry_run=dry_run)
+    return service.prune_plan(Path(server.export_root), name, keep, protected, dry_run=dry_run)
+
+
+def repair_on(
+    server: NfsServer | None,
+    root: Path,
+    info: SourceInfo,
+    apply: Callable[[Writer], SourceRead],
+    name: str,
+    keep_host_keys: bool,
+    progress: Progress | None,
+) -> service.RepairResult:
+    """Put NAME's version of the source back in place where it is damaged: on `server` (over
+    SSH when its root is remote), or under `root` when no server is given."""
+    options: service.ExportOptions = {"keep_host_keys": keep_host_keys, "progress": progress}
+    if server is not None and server.remote:
+        from netroot.export.remote import repair_remote
+
+        return repair_remote(info, apply, server, name, **options)
+    where = Path(server.export_root) if server is not None else root
+    return service.repair(info, apply, where, name, **options)

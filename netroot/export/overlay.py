@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from netroot.export.members import Kind, Member, kind_of_mode
@@ -142,9 +142,15 @@ def origins(dirs: Sequence[str], image_layers: int) -> dict[str, int]:
     return out
 
 
-def apply_merged(dirs: Sequence[str], layers: Sequence[str], writer: Writer) -> dict[str, int]:
+def apply_merged(
+    dirs: Sequence[str],
+    layers: Sequence[str],
+    writer: Writer,
+    adjust: Callable[[Member], Member] | None = None,
+) -> dict[str, int]:
     """Write the merged view, linking files the previous version took from the same layer;
-    return each file's image layer (file -> layer index, bottom first)."""
+    return each file's image layer (file -> layer index, bottom first). `adjust`: what the
+    version holds of a member, when not the member as read (netroot.export.image)."""
     origins: dict[str, int] = {}
     reuse = writer.reuse
     top_image = len(dirs) - len(layers)
@@ -156,7 +162,7 @@ def apply_merged(dirs: Sequence[str], layers: Sequence[str], writer: Writer) -> 
             shared += 1
     first_name: dict[tuple[int, int], str] = {}
     for v in merged(dirs):
-        m = member(v)
+        m = member(v) if adjust is None else adjust(member(v))
         origin = len(dirs) - 1 - v.layer if v.layer >= top_image else -1
         if m.kind is not Kind.DIR and v.st.st_nlink > 1:  # docker links any non-dir
             key = (v.layer, v.st.st_ino)

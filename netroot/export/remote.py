@@ -29,7 +29,7 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Unpack
@@ -40,6 +40,7 @@ from netroot.errors import Exit, NetrootError, UsageError
 from netroot.export import service
 from netroot.export.manifest import BUSY_HINT, Layout, Manifest, check_name
 from netroot.export.sources import SourceInfo, SourceRead
+from netroot.export.versiontree import PrunePlan
 from netroot.export.writer import Progress
 from netroot.inventory import NfsServer
 from netroot.paths import cache_dir
@@ -144,18 +145,41 @@ def versions_remote(server: NfsServer, name: str) -> tuple[str | None, list[Mani
     return reply["current"], found
 
 
-def prune_remote(server: NfsServer, name: str, keep: int, protected: set[str]) -> list[str]:
+def prune_remote(
+    server: NfsServer,
+    name: str,
+    keep: int,
+    protected: Mapping[str, Sequence[str]] | set[str],
+    *,
+    dry_run: bool = False,
+) -> list[str]:
     """All but the newest `keep` versions on the server, never current nor a protected one."""
-    args = ["--prune", server.export_root, check_name(name), str(keep), ",".join(sorted(protected))]
-    removed: list[str] = _once(server, args, "pruning")["pruned"]
-    return removed
+    return prune_plan_remote(server, name, keep, protected, dry_run=dry_run).remove
+
+
+def prune_plan_remote(
+    server: NfsServer,
+    name: str,
+    keep: int,
+    protected: Mapping[str, Sequence[str]] | set[str],
+    *,
+    dry_run: bool = False,
+) -> PrunePlan:
+    """Prune on the server (under the export's lock there), or with `dry_run` only plan it
+    (no lock, nothing written): what goes and why each other version stays."""
+    why = service.reasons(protected)
+    args = ["--prune", server.export_root, check_name(name), str(keep), "1" if dry_run else "0"]
+    plan = _once(server, [*args, json.dumps(why, sort_keys=True)], "pruning")["plan"]
+    return PrunePlan(list(plan["remove"]), dict(plan["kept"]), list(plan["order"]))
 
 
 class Session(adapter.HelperSession):
     """The export's helper session on the server: holds the export's lock there while open."""
 
-    def __init__(self, target: SshTarget, root: str, name: str, vid: str) -> None:
-        command = helper_command("netroot.remote.export", [root, name, vid])
+    def __init__(self, target: SshTarget, root: str, name: str, vid: str, mode: str = "") -> None:
+        """mode: "" an export's session; "--repair" a repair's (netroot.remote.export_repair)."""
+        args = [mode, root, name, vid] if mode else [root, name, vid]
+        command = helper_command("netroot.remote.export", args)
         super().__init__(target, command, "starting the export helper")
 
     def reply_error(self, reply: dict[str, Any], what: str) -> NetrootError:
@@ -166,6 +190,12 @@ class Session(adapter.HelperSession):
                 f"{self.target.name}: the tree sent differs from its manifest at "
                 f"{reply['count']} paths: " + "; ".join(reply["differences"][:5]),
                 "nothing was committed; run the export again (it is sent afresh)",
+                Exit.CHECKS,
+            )
+        if "unrepairable" in reply:
+            return NetrootError(
+                f"{self.target.name}: {reply['error']}",
+                "nothing was changed; export the image to a new version and roll it out",
                 Exit.CHECKS,
             )
         return super().reply_error(reply, what)
@@ -273,3 +303,52 @@ def export_remote(
         return push.send(Layout(local, name), built.manifest, request, started, progress)
     finally:
         push.close()
+
+
+def repair_remote(
+    info: SourceInfo,
+    apply: Callable[[Any], SourceRead],
+    server: NfsServer,
+    name: str,
+    *,
+    mirror: Path | None = None,
+    **options: Unpack[service.ExportOptions],
+) -> service.RepairResult:
+    """Put a damaged version on the server back in place (netroot.remote.export_repair): the
+    server names the damaged paths, this host builds the version in its mirror (from the
+    source) and sends only those paths, the server checks and puts them back."""
+    started = time.monotonic()
+    keep_host_keys, progress = options.get("keep_host_keys", False), options.get("progress")
+    vid = service.planned_version(info, keep_host_keys=keep_host_keys)
+    target = remote_target(server)
+    session = Session(target, server.export_root, check_name(name), vid, "--repair")
+    try:
+        hello = session.hello
+        if not hello["damaged"]:
+            summary = Manifest.from_json(hello["manifest"], entries=False)
+            return service.RepairResult(summary, [], [], time.monotonic() - started)
+        local = mirror or mirror_root(server)
+        made = service.export(
+            info, apply, local, name, keep=1, keep_host_keys=keep_host_keys, progress=progress
+        )
+        if made.noop and service.verify(local, name, vid)[1]:
+            # The mirror's copy is the good copy sent: put it back first if it is damaged too.
+            service.repair(info, apply, local, name, keep_host_keys=keep_host_keys)
+        built = made.manifest
+        tree = Layout(local, name).version_dir(vid)
+        with tempfile.NamedTemporaryFile(prefix="netroot-repair-") as listing:
+            # NUL-separated bytes (a name may hold a newline); "." is the version's root.
+            listing.write(b"".join(os.fsencode(p or ".") + b"\0" for p in hello["send"]))
+            listing.flush()
+            flags = ["-aHAX", "--numeric-ids", "--sparse", "--stats", "--from0", EXACT_TIMES]
+            what = f"sending the good copy of {len(hello['send'])} paths"
+            adapter.rsync(
+                target, [f"{tree}/"], f"{hello['staging']}/",
+                [*flags, f"--files-from={listing.name}"], what,
+            )  # fmt: skip
+        done = session.request({"op": "repair"}, what="repairing")
+        return service.RepairResult(
+            built, done["done"], done["remaining"], time.monotonic() - started
+        )
+    finally:
+        session.close()

@@ -6,7 +6,7 @@ import ctypes
 import datetime as dt
 import errno
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,10 +14,12 @@ from typing import TypedDict, Unpack
 
 from netroot import __version__
 from netroot.errors import Exit, NetrootError, UsageError
-from netroot.export import leftovers
+from netroot.export import leftovers, versiontree
+from netroot.export import repair as repairing
 from netroot.export.fstree import ignore, remove_tree
 from netroot.export.manifest import (
     BUSY_HINT,
+    Entry,
     Layout,
     Manifest,
     check_name,
@@ -37,7 +39,6 @@ from netroot.export.manifest import (
 from netroot.export.scan import scan
 from netroot.export.sources import SourceInfo, SourceRead
 from netroot.export.writer import Progress, Reuse, Writer, is_enospc
-from netroot.fsutil import atomic_write, fsync_dir
 
 Apply = Callable[[Writer], SourceRead]  # writes the source; says how it was read
 
@@ -49,12 +50,6 @@ class ExportResult:
     switched: bool  # current changed
     pruned: list[str]
     seconds: float
-
-
-# ROOT/NAME is not traversable by anyone but root: an image's setuid binaries and device
-# nodes must not be usable by a local account on the export host. The NFS servers run as
-# root (and boards mount with no_root_squash), so they still serve it.
-BASE_MODE = 0o700
 
 
 def _syncfs(path: Path) -> None:
@@ -71,10 +66,7 @@ def _syncfs(path: Path) -> None:
 
 def _prepare(layout: Layout) -> None:
     try:
-        layout.base.mkdir(mode=BASE_MODE, parents=True, exist_ok=True)
-        os.chmod(layout.base, BASE_MODE)  # also an export tree made by an older netroot
-        layout.versions.mkdir(exist_ok=True)
-        layout.staging.mkdir(exist_ok=True)
+        versiontree.make_dirs(layout)
         probe = layout.staging / f".probe-{os.getpid()}"
         probe.touch()
         probe.unlink()
@@ -102,22 +94,6 @@ def locked(layout: Layout) -> Iterator[None]:
         os.close(fd)
 
 
-def clean_stale(layout: Layout) -> list[str]:
-    """Remove what a killed run left: staging dirs and version dirs without a manifest."""
-    removed: list[str] = []
-    for child in layout.staging.iterdir():
-        remove_tree(str(child))
-        removed.append(str(child))
-    for child in layout.versions.iterdir():
-        if child.name.endswith(".tmp"):  # a manifest's temporary file (fsutil.atomic_write)
-            child.unlink()
-            removed.append(str(child))
-        elif child.is_dir() and not layout.manifest_path(child.name).exists():
-            remove_tree(str(child))
-            removed.append(str(child))
-    return removed
-
-
 def read_manifest(layout: Layout, vid: str, entries: bool = True) -> Manifest:
     """A version's manifest (its per-path entries left empty unless `entries`)."""
     path = layout.manifest_path(vid)
@@ -133,33 +109,8 @@ def read_manifest(layout: Layout, vid: str, entries: bool = True) -> Manifest:
 
 
 def list_versions(layout: Layout) -> list[Manifest]:
-    """Committed versions (a manifest exists), oldest first; summaries (entries not loaded)."""
-    if not layout.versions.is_dir():
-        return []
-    names = [p.name[: -len(".json")] for p in layout.versions.glob("*.json")]
-    found = [read_manifest(layout, vid, entries=False) for vid in names]
-    return sorted(found, key=lambda m: (m.exported_at, m.version))
-
-
-def _commit(layout: Layout, staging: Path, manifest: Manifest) -> None:
-    """Rename the verified tree into versions/ with its manifest: both appear, or neither.
-
-    The manifest is written (fsynced) beside the staging dir first, so a disk that fills
-    while it is written fails before anything is visible; the two renames allocate nothing,
-    and a failed second one undoes the first. Only a kill between them leaves versions/ID
-    without ID.json (listed by nothing: the manifest is the commit point), removed as stale.
-    """
-    final = layout.version_dir(manifest.version)
-    staged_manifest = layout.staging / f"{manifest.version}.json"
-    atomic_write(staged_manifest, manifest.to_json())
-    os.rename(staging, final)
-    try:
-        os.rename(staged_manifest, layout.manifest_path(manifest.version))
-    except OSError:
-        os.rename(final, staging)
-        raise
-    fsync_dir(layout.versions)
-    fsync_dir(layout.staging)
+    """Committed versions, oldest first (versiontree's one order); summaries only."""
+    return versiontree.committed(layout)
 
 
 class ExportOptions(TypedDict, total=False):
@@ -188,7 +139,7 @@ def export(
     vid = planned_version(info, keep_host_keys=keep_host_keys)
     _prepare(layout)
     with locked(layout):
-        clean_stale(layout)
+        versiontree.clean_stale(layout)
         if layout.manifest_path(vid).exists():
             manifest = read_manifest(layout, vid, entries=False)  # a no-op needs the summary
             switched = switch and switch_current(layout, vid)
@@ -203,7 +154,7 @@ def export(
         try:
             manifest = _build(info, apply, layout, staging, vid, reuse, keep_host_keys, progress)
             manifest.reused_from = base or "" if manifest.reused_files else ""
-            _commit(layout, staging, manifest)
+            versiontree.commit(layout, staging, vid, manifest.to_json())
         except BaseException as exc:
             remove_tree(str(staging), ignore)
             (layout.staging / f"{vid}.json").unlink(missing_ok=True)
@@ -224,6 +175,71 @@ def export(
         pruned = _prune_after(layout, keep, protected)
     seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
     return ExportResult(manifest, False, switched, pruned, seconds)
+
+
+@dataclass
+class RepairResult:
+    manifest: Manifest  # summary
+    done: list[str]  # what was put back, one line a path ([]: nothing was damaged)
+    remaining: list[str]  # differences left after (empty unless a bug or the disk again)
+    seconds: float
+
+
+def repair(
+    info: SourceInfo, apply: Apply, root: Path, name: str, **options: Unpack[ExportOptions]
+) -> RepairResult:
+    """Put a damaged version back as its manifest records it, in place (netroot.export.repair
+    says why in place), from a fresh build of its source; `current` is not moved."""
+    started = dt.datetime.now(dt.UTC)
+    keep_host_keys, progress = options.get("keep_host_keys", False), options.get("progress")
+    layout = Layout(root, check_name(name))
+    vid = planned_version(info, keep_host_keys=keep_host_keys)
+    if not layout.manifest_path(vid).exists():
+        raise UsageError(
+            f"no version {vid} of {name!r} under {root} to repair ({info.ref} gives that id)",
+            "export it without --repair; see `netroot versions NAME` for what is there",
+        )
+    _prepare(layout)
+    with locked(layout):
+        versiontree.clean_stale(layout)
+        manifest = read_manifest(layout, vid)
+        version = layout.version_dir(vid)
+        actual = scan(str(version))
+        done: list[str] = []
+        damaged = set(repairing.damaged(manifest.entries, actual))
+        if damaged:
+            # The fresh build links the version's intact files (as a re-export links the
+            # previous version's) and never a damaged one: the source is read whole, the
+            # damaged paths are written anew, and the staging tree is cheap to remove.
+            intact = {p: e for p, e in manifest.entries.items() if p not in damaged}
+            reuse = Reuse(version, intact, manifest.origins, manifest.layers)
+            staging = layout.staging / vid
+            staging.mkdir()
+            try:
+                good = _build(info, apply, layout, staging, vid, reuse, keep_host_keys, progress)
+                _check_good(info, manifest, actual, good.entries)
+                done = repairing.repair(version, staging, manifest.entries, actual)
+            finally:
+                remove_tree(str(staging), ignore)
+            _syncfs(version)
+        remaining = diff_entries(manifest.entries, scan(str(version)))
+    seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
+    return RepairResult(manifest, done, remaining, seconds)
+
+
+def _check_good(
+    info: SourceInfo, manifest: Manifest, actual: dict[str, Entry], good: dict[str, Entry]
+) -> None:
+    """Refuse (nothing changed) when the fresh build differs from the manifest where the
+    version is damaged: that source no longer gives this version's tree."""
+    bad = repairing.check_good(repairing.damaged(manifest.entries, actual), manifest.entries, good)
+    if bad:
+        raise NetrootError(
+            f"{info.ref} does not give {manifest.name}@{manifest.version}'s tree at "
+            f"{len(bad)} of its damaged paths: " + ", ".join("/" + p for p in bad[:5]),
+            "nothing was changed; export the image to a new version and roll it out",
+            Exit.CHECKS,
+        )
 
 
 def planned_version(info: SourceInfo, *, keep_host_keys: bool = False) -> str:
@@ -309,34 +325,51 @@ def verify(root: Path, name: str, vid: str | None = None) -> tuple[Manifest, lis
     return manifest, differences
 
 
-def prune(root: Path, name: str, keep: int, protected: set[str]) -> list[str]:
+def prune(
+    root: Path,
+    name: str,
+    keep: int,
+    protected: Mapping[str, Sequence[str]] | set[str],
+    *,
+    dry_run: bool = False,
+) -> list[str]:
     """Remove all but the newest `keep` versions; never `current` nor a protected id."""
+    return prune_plan(root, name, keep, protected, dry_run=dry_run).remove
+
+
+def prune_plan(
+    root: Path,
+    name: str,
+    keep: int,
+    protected: Mapping[str, Sequence[str]] | set[str],
+    *,
+    dry_run: bool = False,
+) -> versiontree.PrunePlan:
+    """Prune (or with `dry_run` only plan, writing nothing and taking no lock): what is
+    removed and why each other version is kept."""
     if keep < 1:
         raise UsageError(f"--keep {keep}: must keep at least 1 version")
     layout = Layout(root, check_name(name))
     if not layout.versions.is_dir():
-        return []
+        return versiontree.PrunePlan()
+    why = reasons(protected)
+    if dry_run:
+        return versiontree.plan_prune(layout, keep, why)
     with locked(layout):
-        return _prune(layout, keep, protected)
+        plan = versiontree.plan_prune(layout, keep, why)
+        versiontree.apply_prune(layout, plan)
+        return plan
+
+
+def reasons(protected: Mapping[str, Sequence[str]] | set[str] | None) -> dict[str, list[str]]:
+    """Protected versions with why (a bare set: "protected")."""
+    if isinstance(protected, Mapping):
+        return {v: list(why) for v, why in protected.items()}
+    return {v: ["protected"] for v in protected or ()}
 
 
 def _prune_after(layout: Layout, keep: int | None, protected: set[str] | None) -> list[str]:
-    return _prune(layout, keep, protected or set()) if keep else []
-
-
-def _prune(layout: Layout, keep: int, protected: set[str]) -> list[str]:
-    versions = list_versions(layout)
-    spared = {m.version for m in versions[-keep:]} | protected
-    current = current_id(layout)
-    if current:
-        spared.add(current)
-    removed: list[str] = []
-    for m in versions:
-        if m.version in spared:
-            continue
-        # Manifest first: a crash then leaves a stale dir, which the next run removes.
-        layout.manifest_path(m.version).unlink()
-        fsync_dir(layout.versions)
-        remove_tree(str(layout.version_dir(m.version)), ignore)
-        removed.append(m.version)
-    return removed
+    if not keep:
+        return []
+    plan = versiontree.plan_prune(layout, keep, reasons(protected))
+    return versiontree.apply_prune(layout, plan)

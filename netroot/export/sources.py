@@ -138,11 +138,20 @@ def drain(stream: IO[bytes]) -> None:
         pass
 
 
-def apply_stream(stream: IO[bytes], writer: Writer, ref: str, layered: bool = False) -> None:
-    """Apply a tar read from a stream; in a docker layer, skip the (pre-applied) whiteouts."""
+def apply_stream(
+    stream: IO[bytes],
+    writer: Writer,
+    ref: str,
+    layered: bool = False,
+    adjust: Callable[[Member], Member] | None = None,
+) -> None:
+    """Apply a tar read from a stream; in a docker layer, skip the (pre-applied) whiteouts.
+    `adjust`: what the version holds of a member, when not the member as read."""
     for m, data in read_members(stream, ref):
         if layered and whiteout_target(m.path) is not None:
             continue  # applied before the layer (whiteouts hide only lower layers)
+        if adjust is not None:
+            m = adjust(m)
         writer.apply(m, data if m.kind is Kind.FILE else None, layered=layered)
 
 

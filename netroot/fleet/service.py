@@ -187,9 +187,13 @@ class Fleet:
 
     def protected(self, image: str) -> set[str]:
         """Versions of `image` that prune must keep (reads the state; never locks)."""
+        return set(self.protection(image))
+
+    def protection(self, image: str) -> dict[str, list[str]]:
+        """Versions of `image` that prune must keep, each with why (reads; never locks)."""
         boards = [b for b in self.inventory.boards.values() if b.image == image]
         state = self.load()
-        return protected_versions(boards, state, self.desired(boards, state), image)
+        return protection_reasons(boards, state, self.desired(boards, state), image)
 
 
 def local_path(server: NfsServer) -> Path:
@@ -238,16 +242,31 @@ def protected_versions(
 ) -> set[str]:
     """Versions of `image` that prune must keep: what a board should run, is assigned, last ran
     green, or has mounted (pure)."""
-    keep: set[str] = set()
+    return set(protection_reasons(boards, state, desired, image))
+
+
+WHY = {"pin": "pinned by", "assigned": "assigned to", "current": "followed by"}
+
+
+def protection_reasons(
+    boards: Iterable[Board], state: State, desired: Mapping[str, Desired], image: str
+) -> dict[str, list[str]]:
+    """protected_versions, each with why in words ("pinned by pi-01", "last green on
+    pi-02"), for prune's table (pure)."""
+    keep: dict[str, list[str]] = {}
     for board in boards:
         if board.image != image:
             continue
         st = state.boards.get(board.name)
         wanted = desired.get(board.name)
-        found = [wanted.version if wanted else None]
+        found = [(wanted.version, WHY.get(wanted.source, "run by"))] if wanted else []
         if st is not None:
-            found += [st.assigned, st.last_good, st.mounted]
-        keep |= {v for v in found if v}
+            found += [(st.assigned, "assigned to"), (st.last_good, "last green on")]
+            found.append((st.mounted, "mounted by"))
+        for version, why in found:
+            reason = f"{why} {board.name}"
+            if version and reason not in keep.setdefault(version, []):
+                keep[version].append(reason)
     return keep
 
 

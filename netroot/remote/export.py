@@ -2,14 +2,16 @@
 
 The control host (netroot.export.remote) runs it over SSH with become, sent as source in the
 command line with the few modules it imports (netroot.bundle.helper_command: the standard
-library and netroot.errors/fsutil/export.manifest/members/scan/fstree only, as the server has
-python3, not netroot; nothing is installed there), as if it were
+library and netroot.errors/fsutil and export.manifest/members/scan/fstree/versiontree only, as
+the server has python3, not netroot; nothing is installed there), as if it were
 
     python3 -m netroot.remote.export ROOT NAME VID
 
 (One-shot instead: `--verify ROOT NAME VID|""` re-hashes a committed version, read-only, for
 `netroot verify`; `--list ROOT NAME` lists the versions for `netroot versions`; `--prune ROOT
-NAME KEEP PROTECTED,...` prunes under the export name's lock for `netroot prune`.)
+NAME KEEP DRY_RUN PROTECTED_JSON` prunes under the export name's lock for `netroot prune`, or
+with DRY_RUN "1" says what it would remove and why it keeps the rest, taking no lock;
+`--repair ROOT NAME VID` puts a damaged version back in place: netroot.remote.export_repair.)
 
 One session per export, speaking JSON lines on stdin/stdout. The helper takes the export name's
 lock (flock on ROOT/NAME/.lock, the same lock a local export takes, so it dies with this
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from netroot.errors import NetrootError
+from netroot.export import versiontree
 from netroot.export.fstree import ignore, remove_tree
 from netroot.export.manifest import (
     VERSION_RE,
@@ -50,9 +53,8 @@ from netroot.export.manifest import (
     try_lock,
 )
 from netroot.export.scan import scan
-from netroot.fsutil import atomic_write, fsync_dir
+from netroot.remote.export_repair import repair_session
 
-BASE_MODE = 0o700  # as a local export root: only root traverses ROOT/NAME (setuid, devices)
 LINK_BASES = 3  # versions rsync may link unchanged files from (current first, then newest)
 
 
@@ -62,43 +64,8 @@ def _reply(data: dict[str, Any]) -> None:
 
 
 def _committed(layout: Layout) -> list[str]:
-    """Committed version ids (a manifest exists), oldest first by commit time.
-
-    The manifest's mtime is its commit time (written once, renamed in): reading every
-    manifest for its exported_at would parse megabytes per version."""
-    found: list[tuple[int, str]] = []
-    for path in layout.versions.glob("*.json"):
-        vid = path.name[: -len(".json")]
-        if layout.version_dir(vid).is_dir():
-            found.append((path.stat().st_mtime_ns, vid))
-    return [vid for _, vid in sorted(found)]
-
-
-def clean_stale(layout: Layout, keep_staging: str) -> None:
-    """What a killed run left: other staging entries, manifest-less version dirs, temp files."""
-    for child in layout.staging.iterdir():
-        if child.name != keep_staging:
-            remove_tree(str(child), ignore)
-    for child in layout.versions.iterdir():
-        if child.name.endswith(".tmp"):
-            child.unlink()
-        elif child.is_dir() and not layout.manifest_path(child.name).exists():
-            remove_tree(str(child), ignore)
-
-
-def prune(layout: Layout, keep: int, protected: set[str]) -> list[str]:
-    """All but the newest `keep` versions, never current nor a protected one; manifest first."""
-    versions = _committed(layout)
-    spared = set(versions[-keep:]) | protected | {current_id(layout) or ""}
-    removed: list[str] = []
-    for vid in versions:
-        if vid in spared:
-            continue
-        layout.manifest_path(vid).unlink()
-        fsync_dir(layout.versions)
-        remove_tree(str(layout.version_dir(vid)), ignore)
-        removed.append(vid)
-    return removed
+    """Committed version ids, oldest first: versiontree's one order (as on the control host)."""
+    return [m.version for m in versiontree.committed(layout)]
 
 
 def _inode_digests(layout: Layout, bases: list[str]) -> dict[tuple[int, int], str]:
@@ -152,37 +119,21 @@ def verify_staged(staged: Path, manifest: Manifest, layout: Layout, bases: list[
     return differences
 
 
-def commit(layout: Layout, vid: str, text: str) -> None:
-    """Rename the verified staging/VID into versions/ with its manifest: both or neither.
-
-    The manifest is written (and fsynced) into staging first, so a full disk fails before
-    anything is visible; the two renames allocate nothing, and if the second fails the first
-    is undone. Only a kill between the two renames leaves versions/VID without VID.json,
-    which the next run removes as stale (and which nothing lists: the manifest commits).
-    """
-    staged_manifest = layout.staging / f"{vid}.json"
-    atomic_write(staged_manifest, text)
-    os.rename(layout.staging / vid, layout.version_dir(vid))
-    try:
-        os.rename(staged_manifest, layout.manifest_path(vid))
-    except OSError:
-        os.rename(layout.version_dir(vid), layout.staging / vid)
-        raise
-    fsync_dir(layout.versions)
-    fsync_dir(layout.staging)
-
-
 def _finish(layout: Layout, vid: str, request: dict[str, Any]) -> dict[str, Any]:
     switched = bool(request.get("switch")) and switch_current(layout, vid)
     keep = request.get("keep")
     protected = {str(v) for v in request.get("protected") or ()}
-    pruned = prune(layout, int(keep), protected) if keep else []
+    pruned = _prune(layout, int(keep), {v: ["protected"] for v in protected}) if keep else []
     return {"ok": True, "switched": switched, "pruned": pruned, "current": current_id(layout)}
 
 
 def _summary(layout: Layout, vid: str) -> str:
     """VID's manifest without its per-path tables (what a no-op reports)."""
-    return Manifest.from_json(layout.manifest_path(vid).read_text(), entries=False).to_json()
+    return versiontree.summary(layout, vid).to_json()
+
+
+def _prune(layout: Layout, keep: int, protected: dict[str, list[str]]) -> list[str]:
+    return versiontree.apply_prune(layout, versiontree.plan_prune(layout, keep, protected))
 
 
 def session(root: Path, name: str, vid: str) -> int:
@@ -190,15 +141,12 @@ def session(root: Path, name: str, vid: str) -> int:
         _reply({"ok": False, "error": f"bad root {str(root)!r} or version {vid!r}"})
         return 2
     layout = Layout(root, check_name(name))
-    layout.base.mkdir(mode=BASE_MODE, parents=True, exist_ok=True)
-    os.chmod(layout.base, BASE_MODE)
-    layout.versions.mkdir(exist_ok=True)
-    layout.staging.mkdir(exist_ok=True)
+    versiontree.make_dirs(layout)
     if try_lock(layout) is None:  # held until this process ends
         _reply({"ok": False, "busy": True, "error": f"another export or prune of {name!r} runs: "
                 + lock_holder(layout)})  # fmt: skip
         return 1
-    clean_stale(layout, keep_staging=vid)
+    versiontree.clean_stale(layout, keep_staging=vid)
     exists = layout.manifest_path(vid).exists() and layout.version_dir(vid).is_dir()
     current = current_id(layout)
     committed = _committed(layout)
@@ -251,7 +199,7 @@ def session(root: Path, name: str, vid: str) -> int:
                 remove_tree(str(staged), ignore)  # a resumed run must not trust it
                 _reply({"ok": False, "differences": differences[:20], "count": len(differences)})
                 return 1
-            commit(layout, vid, text)
+            versiontree.commit(layout, staged, vid, text)
         _reply(_finish(layout, vid, request))
         return 0
 
@@ -300,6 +248,10 @@ def verify(root: Path, name: str, vid: str) -> int:
             "files": manifest.files,
             "tree_hash": manifest.tree_hash,
             "differences": differences,
+            # what the control host names in the way back (`netroot export SOURCE --repair`)
+            "source": manifest.source,
+            "repo_tags": manifest.repo_tags,
+            "image_id": manifest.image_id,
         }
     )
     return 0
@@ -316,25 +268,35 @@ def list_versions(root: Path, name: str) -> int:
     return 0
 
 
-def prune_only(root: Path, name: str, keep: str, protected: str) -> int:
-    """`netroot prune` on the server: under the export name's lock (never waiting for it)."""
+def prune_only(root: Path, name: str, keep: str, dry_run: str, protected: str) -> int:
+    """`netroot prune` on the server: under the export name's lock (never waiting for it);
+    DRY_RUN "1" plans only (no lock, nothing written). PROTECTED: JSON {version: [why]}."""
     layout = Layout(root, check_name(name))
     if not layout.versions.is_dir() or not keep.isdigit() or int(keep) < 1:
         _reply({"ok": False, "error": f"no export named {name!r} under {root} (keep {keep!r})"})
         return 2
-    if try_lock(layout) is None:  # held until this process ends
+    reasons = json.loads(protected)
+    if not isinstance(reasons, dict):
+        raise ValueError("PROTECTED is a JSON object")
+    kept = {str(v): [str(w) for w in why] for v, why in reasons.items()}
+    if dry_run != "1" and try_lock(layout) is None:  # held until this process ends
         _reply({"ok": False, "busy": True, "error": f"another export or prune of {name!r} runs: "
                 + lock_holder(layout)})  # fmt: skip
         return 1
-    removed = prune(layout, int(keep), {v for v in protected.split(",") if v})
-    _reply({"ok": True, "pruned": removed, "current": current_id(layout)})
+    plan = versiontree.plan_prune(layout, int(keep), kept)
+    if dry_run != "1":
+        versiontree.apply_prune(layout, plan)
+    _reply(
+        {"ok": True, "pruned": plan.remove, "plan": plan.to_json(), "current": current_id(layout)}
+    )
     return 0
 
 
 MODES: dict[str, tuple[Callable[..., int], int]] = {
     "--verify": (verify, 3),
     "--list": (list_versions, 2),
-    "--prune": (prune_only, 4),
+    "--prune": (prune_only, 5),
+    "--repair": (repair_session, 3),
 }
 
 
@@ -344,7 +306,7 @@ def main(argv: list[str]) -> int:
     if len(args) != count:
         sys.stderr.write(
             "usage: export [--verify] ROOT NAME VID | --list ROOT NAME | "
-            "--prune ROOT NAME KEEP PROTECTED,...\n"
+            "--prune ROOT NAME KEEP DRY_RUN PROTECTED_JSON | --repair ROOT NAME VID\n"
         )
         return 2
     try:

@@ -455,3 +455,79 @@ def test_directory_times_exact_when_sent_in_their_own_second(
     assert [st.st_mtime_ns for st in stamps] == [(start + i) * 10**9 for i in range(120)]
     # The clash happened: a directory rsync created (ctime) in the second of its own mtime.
     assert any(st.st_ctime_ns // 10**9 == st.st_mtime_ns // 10**9 for st in stamps)
+
+
+def test_flipped_byte_on_the_server_verify_repair_verify(
+    remote: Remote, fidelity_tar: Path
+) -> None:
+    """The way back on a remote export root: verify there (exit 3) names the command, the
+    command repairs the server's copy in place (only the damaged paths cross), verify passes."""
+    import shlex
+
+    from tests.integration.export.test_export_repair import flip
+
+    vid = _ok(remote.export(fidelity_tar))["version"]
+    damaged = remote.root / "img" / "versions" / vid / "opt" / "random.bin"
+    inode = os.lstat(damaged).st_ino
+    flip(damaged, 4096)
+    bad = remote.run("verify", "img")
+    assert bad.returncode == 3, bad.stderr
+    hint = bad.stderr.strip().splitlines()[-1]
+    command = shlex.split(hint[hint.index("netroot export") :])
+    assert command[2:] == [str(fidelity_tar), "--name", "img", "--repair"]
+    fixed = remote.run("export", *command[2:], "--json")
+    done = _ok(fixed)
+    assert done["repaired"] == ["rewrote /opt/random.bin in place"], done
+    assert remote.run("verify", "img").returncode == 0
+    assert os.lstat(damaged).st_ino == inode
+    assert remote.visible()[0] == f"versions/{vid}"
+
+
+def test_one_image_one_tree_hash_here_and_on_the_server(
+    remote: Remote, docker_client: Any, tmp_path: Path
+) -> None:
+    """The same image exported to this host and, a moment later, to the server: one tree hash,
+    and the server's copy re-hashed from its disk holds it."""
+    from tests.integration.export import dockerkit
+
+    image = "netroot-test/export-remote:1"
+    dockerkit.build_bulk(tmp_path / "a", image, 8 << 20, b"v1\n")
+    here = subprocess.run(
+        [sys.executable, "-m", "netroot", "export", image, "--name", "img", "--json",
+         "--root", str(tmp_path / "here")],
+        capture_output=True, text=True, env=remote.env(), timeout=600,
+    )  # fmt: skip
+    local = _ok(here)
+    time.sleep(1.05 - time.time() % 1)  # another second: another container
+    there = _ok(remote.export(Path(image)))
+    assert there["version"] == local["version"]
+    assert there["tree_hash"] == local["tree_hash"]
+    tree = remote.root / "img" / "versions" / there["version"]
+    from netroot.export.manifest import tree_hash
+
+    assert tree_hash(scan(str(tree))) == local["tree_hash"]
+    verified = remote.run("verify", "img", "--json")
+    assert verified.returncode == 0, verified.stderr
+    assert json.loads(verified.stdout)["tree_hash"] == local["tree_hash"]
+
+
+def test_prune_dry_run_writes_nothing_on_the_server_and_says_why(
+    remote: Remote, fidelity_tar: Path, tmp_path: Path
+) -> None:
+    from tests.unit.export.test_export_prune import snapshot
+
+    made = [
+        _ok(remote.export(_changed(fidelity_tar, tmp_path / f"v{i}.tar", f"v{i}", b"%d" % i)))
+        for i in range(3)
+    ]
+    ids = [m["version"] for m in made]
+    before = snapshot(remote.root)
+    plan = remote.run("prune", "img", "--keep", "1", "--dry-run", "--json")
+    assert plan.returncode == 0, plan.stderr
+    out = json.loads(plan.stdout)
+    assert out["dry_run"] is True and out["removed"] == ids[:2]
+    assert out["kept"] == {ids[2]: ["current", "among the 1 newest"]}
+    assert snapshot(remote.root) == before
+    done = remote.run("prune", "img", "--keep", "1", "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["removed"] == ids[:2]
+    assert remote.visible() == (f"versions/{ids[2]}", sorted([ids[2], f"{ids[2]}.json"]))

@@ -17,7 +17,7 @@ import pytest
 
 from netroot.adapters import server as adapter
 from netroot.bundle import helper_command
-from netroot.export import remote, service, sources
+from netroot.export import remote, service, sources, versiontree
 from netroot.export.manifest import Layout
 from netroot.inventory import Host, NfsServer
 from netroot.sshtarget import target_for
@@ -42,9 +42,10 @@ def _build(tmp_path: Path, specs: list[Spec], tag: str) -> service.ExportResult:
 
 
 class Helper:
-    def __init__(self, root: Path, vid: str, name: str = "img") -> None:
+    def __init__(self, root: Path, vid: str, name: str = "img", mode: str = "") -> None:
         # The very command the server runs (netroot.bundle), python3 found on this PATH.
-        command = helper_command("netroot.remote.export", [str(root), name, vid])
+        args = [mode, str(root), name, vid] if mode else [str(root), name, vid]
+        command = helper_command("netroot.remote.export", args)
         self.proc = subprocess.Popen(
             ["/bin/sh", "-c", command],
             env={"PATH": "/usr/bin:/bin"},
@@ -177,14 +178,14 @@ def test_local_manifest_disk_full_leaves_nothing_visible(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     v1 = _build(tmp_path, ROOTFS, "v1").manifest.version
-    real = service.atomic_write  # type: ignore[attr-defined]
+    real = versiontree.atomic_write  # type: ignore[attr-defined]
 
     def full(path: Path, data: bytes | str, **kw: Any) -> None:
         if str(path).endswith(".json"):
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         real(path, data, **kw)
 
-    monkeypatch.setattr(service, "atomic_write", full)
+    monkeypatch.setattr(versiontree, "atomic_write", full)
     with pytest.raises(Exception, match="no space left"):
         _build(tmp_path, [*ROOTFS, Spec("etc/new", data=b"n")], "v2")
     layout = Layout(tmp_path / "mirror", "img")
@@ -286,3 +287,37 @@ def test_the_helper_fits_in_one_argument_and_names_only_helpers() -> None:
         assert len(command.encode()) < 128 * 1024 // 2  # half the cap: room to grow
     with pytest.raises(ValueError, match="not a helper"):
         helper_command("netroot.remote.tree", [])
+
+
+@pytest.mark.skipif(not Path(PYTHON).exists(), reason="no system python3")
+def test_the_servers_repair_puts_damaged_paths_back_in_place(tmp_path: Path) -> None:
+    """--repair on the server: damaged paths named, the good copy of those sent (by cp here,
+    rsync --files-from in a real export), checked, put back in the same inodes."""
+    mirror = Layout(tmp_path / "mirror", "img")
+    vid = _build(tmp_path, ROOTFS, "v1").manifest.version
+    server = Layout(tmp_path / "server", "img")
+    server.versions.mkdir(parents=True)
+    _copy_tree(mirror.versions, server.versions)
+    version = server.version_dir(vid)
+    inode = os.lstat(version / "bin/tool").st_ino
+    with open(version / "bin/tool", "r+b") as f:
+        f.write(b"X")
+    os.utime(version / "bin/tool", ns=(0, 1_600_000_000 * 10**9))
+    (version / "etc/extra").write_text("x")
+    helper = Helper(server.root, vid, mode="--repair")
+    assert helper.hello["damaged"] == ["bin/alias", "bin/tool", "etc", "etc/extra"]
+    assert helper.hello["send"] == ["bin/alias", "bin/tool", "etc"]
+    staging = Path(helper.hello["staging"])
+    for path in helper.hello["send"]:
+        subprocess.run(
+            ["cp", "-a", "--preserve=all", "--parents", path, str(staging)],
+            cwd=mirror.version_dir(vid),
+            check=True,
+        )
+    done = helper.send({"op": "repair"})
+    assert done["ok"] and done["remaining"] == [], done
+    assert "rewrote /bin/tool in place" in done["done"] and "removed /etc/extra" in done["done"]
+    assert os.lstat(version / "bin/tool").st_ino == inode
+    assert not staging.exists()
+    again = Helper(server.root, vid, mode="--repair")
+    assert again.hello["damaged"] == [] and again.close() == 0
