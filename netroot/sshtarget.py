@@ -125,7 +125,8 @@ def ssh_argv(target: SshTarget, control: str | None = None) -> list[str]:
     if target.user:
         argv += ["-o", f'User="{target.user}"']
     argv += ["-o", f"ConnectTimeout={math.ceil(target.timeout)}"]
-    return [*argv, *target.common_args, *target.extra_args]
+    # Last, as Ansible: no password is ever typed, BatchMode says so first.
+    return [*argv, *target.common_args, *target.extra_args, "-o", "NumberOfPasswordPrompts=1"]
 
 
 def parse_ssh_config(text: str) -> dict[str, str]:
