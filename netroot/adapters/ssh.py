@@ -167,13 +167,16 @@ def _spawn(argv: list[str], stdin: bytes | None, timeout: float | None) -> tuple
         ) from None
     try:
         out, err = proc.communicate(stdin, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise TimeoutError from None
-    except BaseException:  # Ctrl-C: no ssh left behind
+    except BaseException as exc:  # a timeout, Ctrl-C: no ssh left behind
         proc.kill()
         proc.wait()
+        # Not read to the end: a multiplexed command's stdout and stderr were handed to the
+        # master, which holds them until the remote command ends.
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise TimeoutError from None
         raise
     return proc.returncode, out, err
 
@@ -229,6 +232,11 @@ class Session:
         self._first = threading.Lock()
         self._started = False
 
+    @property
+    def control_path(self) -> str:
+        """The socket of this session's master (it exists while the master runs)."""
+        return self._control
+
     def _argv(self, *rest: str) -> list[str]:
         return [*ssh_argv(self.target, self._control), *rest]
 
@@ -259,6 +267,9 @@ class Session:
             try:
                 rc, out, err = _spawn(argv, stdin, timeout)
             except TimeoutError:
+                # As a lost connection: the master goes (the command with it); the next
+                # command logs in afresh.
+                self.close()
                 why = f"no answer to the command within {timeout:g} s"
                 raise Unreachable(self.target, why) from None
             # 255 is ssh's own failure, or the command's own exit status: a master still up
