@@ -75,11 +75,11 @@ def test_netroots_argv_is_ansibles_for_the_same_vars_after_netroots_own_rules(
     )  # fmt: skip
     for vars_, theirs in zip(CASES, json.loads(done.stdout), strict=True):
         target = target_for(Host("pi-01", vars_, frozenset()))
-        ours = ssh_argv(target)
+        ours = ssh_argv(target, "/run/nr/ab12")
         rules = ["StrictHostKeyChecking=yes", "BatchMode=yes", "LogLevel=ERROR"]
-        rules += ["ControlMaster=no", "ControlPath=none"]  # no session: no multiplexing
-        assert ours[1:11] == [word for rule in rules for word in ("-o", rule)]
-        ansible_part = [ours[0], *ours[11:], target.host, "CMD"]
+        rules += ["ControlPath=/run/nr/ab12", "ControlMaster=auto", "ControlPersist=60s"]
+        assert ours[1:13] == [word for rule in rules for word in ("-o", rule)]
+        ansible_part = [ours[0], *ours[13:], target.host, "CMD"]
         theirs = _without_control_path(theirs)
         theirs[-2] = target.host  # Ansible was given "HOST"
         assert ansible_part == theirs, vars_
@@ -102,6 +102,16 @@ def test_netroots_own_rules_come_first_so_nothing_later_undoes_them() -> None:
     assert first["ControlMaster"] == "ControlMaster=auto"
     assert first["ControlPersist"] == "ControlPersist=60s"
     assert "User" not in first and "Port" not in first  # unset: ~/.ssh/config decides
+
+
+def test_bulk_transfers_neither_multiplex_nor_compress() -> None:
+    argv = ssh_argv(target_for(Host("nfs-01", {"ansible_host": "10.0.0.2"}, frozenset())))
+    assert "-C" not in argv
+    assert argv[1:11] == [
+        "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR",
+        "-o", "ControlMaster=no", "-o", "ControlPath=none",
+    ]  # fmt: skip
+    assert argv[11:13] == ["-o", "Compression=no"]
 
 
 def test_the_ssh_args_are_playbooks_ansible_cfgs() -> None:
