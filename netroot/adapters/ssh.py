@@ -149,8 +149,52 @@ def check_privileges(targets: Sequence[SshTarget], proven: Collection[str] = ())
 _NO_PROMPT = {"SSH_ASKPASS_REQUIRE": "never"}
 
 
-def _spawn(argv: list[str], stdin: bytes | None, timeout: float | None) -> tuple[int, bytes, bytes]:
-    """Run ssh; (rc, stdout, stderr). TimeoutError when it outlives `timeout` (then killed)."""
+# A host that is up answers a TCP connection from its kernel at once, however busy its sshd:
+# three SYNs (sent at 0, 1 and 3 s) unanswered for this long mean a host that is gone. Its ARP
+# entry may stay valid for up to 45 s after it went, all that time ssh would wait out its
+# ConnectTimeout (30 s) and then try again, where a board that is off should be said at once.
+TCP_ANSWER_S = 5.0
+SYN_SENT = "02"  # the state of a socket waiting for the server's first answer (/proc/net/tcp)
+GONE = (
+    "nothing answers at that address (a host that is up answers a connection at once, however "
+    "busy): the host is powered off, unplugged or not on this network; check its power and "
+    "cabling, and its ansible_host"
+)
+
+
+class _NoTcpAnswer(Exception):
+    """ssh's connection got no answer at all in TCP_ANSWER_S."""
+
+
+def syn_sent_inodes(table: str) -> set[str]:
+    """The inodes of the sockets waiting for a first answer in a /proc/net/tcp table (pure)."""
+    found = set()
+    for line in table.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) > 9 and fields[3] == SYN_SENT:
+            found.add(fields[9])
+    return found
+
+
+def _still_connecting(pid: int) -> bool:
+    """Whether process `pid` (ssh, connecting directly) has a TCP connection left unanswered."""
+    try:
+        links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+    except OSError:
+        return False  # gone, or not Linux: nothing to say early
+    inodes = {link[8:-1] for link in links if link.startswith("socket:[")}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            if syn_sent_inodes(Path(table).read_text()) & inodes:
+                return True
+    return False
+
+
+def _spawn(
+    argv: list[str], stdin: bytes | None, timeout: float | None, watch: bool = False
+) -> tuple[int, bytes, bytes]:
+    """Run ssh; (rc, stdout, stderr). TimeoutError when it outlives `timeout` (then killed);
+    `watch`: _NoTcpAnswer when its own connection is unanswered after TCP_ANSWER_S."""
     try:
         proc = subprocess.Popen(
             argv,
@@ -166,8 +210,17 @@ def _spawn(argv: list[str], stdin: bytes | None, timeout: float | None) -> tuple
             "install the OpenSSH client (apt-get install openssh-client)",
         ) from None
     try:
-        out, err = proc.communicate(stdin, timeout=timeout)
-    except BaseException as exc:  # a timeout, Ctrl-C: no ssh left behind
+        if watch and (timeout is None or timeout > TCP_ANSWER_S):
+            try:
+                out, err = proc.communicate(stdin, timeout=TCP_ANSWER_S)
+            except subprocess.TimeoutExpired:
+                if _still_connecting(proc.pid):
+                    raise _NoTcpAnswer from None
+                rest = None if timeout is None else timeout - TCP_ANSWER_S
+                out, err = proc.communicate(timeout=rest)  # input goes on being fed
+        else:
+            out, err = proc.communicate(stdin, timeout=timeout)
+    except BaseException as exc:  # a timeout, no answer, Ctrl-C: no ssh left behind
         proc.kill()
         proc.wait()
         # Not read to the end: a multiplexed command's stdout and stderr were handed to the
@@ -265,7 +318,11 @@ class Session:
         argv = self._argv(self.target.host, command)
         for attempt in range(self.target.retries + 1):
             try:
-                rc, out, err = _spawn(argv, stdin, timeout)
+                rc, out, err = _spawn(argv, stdin, timeout, watch=True)
+            except _NoTcpAnswer:
+                target = self.target
+                why = f"no answer to the connection to {target.host} within {TCP_ANSWER_S:g} s"
+                raise Unreachable(target, why, GONE) from None
             except TimeoutError:
                 # As a lost connection: the master goes (the command with it); the next
                 # command logs in afresh.

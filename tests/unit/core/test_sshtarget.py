@@ -175,3 +175,20 @@ def test_the_line_that_says_why_ssh_failed_and_what_it_means(
     assert meaning in (unreachable_meaning(line) or "")
     if not meaning:
         assert unreachable_meaning(line) is None
+
+
+def test_sockets_still_waiting_for_a_first_answer_are_read_from_proc_net_tcp() -> None:
+    from netroot.adapters.ssh import syn_sent_inodes
+
+    table = (
+        "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
+        "timeout inode\n"
+        "   0: 00000000:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0   "
+        "     0 346 1 00000000a9b18d79 100 0 0 10 0\n"
+        "   1: 01BE4E0A:C296 02BE4E0A:0016 02 00000001:00000000 01:00000A2B 00000002     0   "
+        "     0 98765 2 00000000f948b224 1000 0 0 10 -1\n"
+        "   2: 01BE4E0A:C298 02BE4E0A:0016 01 00000000:00000000 02:000A1B2C 00000000     0   "
+        "     0 12345 2 00000000f948b225 20 4 30 10 -1\n"
+    )
+    assert syn_sent_inodes(table) == {"98765"}  # listening (0A) and established (01) are not
+    assert syn_sent_inodes(table.splitlines()[0]) == set()
