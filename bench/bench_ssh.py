@@ -1,12 +1,15 @@
 """What netroot's own SSH costs per command (not a test): OpenSSH with one multiplexing master
 per session, against a fresh ssh per command and against paramiko (netroot's previous client).
 
-    sudo .venv/bin/python -m bench.bench_ssh [--commands 20] [--runs 3]
+    sudo .venv/bin/python -m bench.bench_ssh [--commands 20] [--runs 3] [--power-off]
 
 Needs root (a real sshd in a network namespace, tests/integration/provision_hosts.py). For
 each client, in the same run against the same sshd: the first command (connection, key
 exchange, login) and the median of the next commands. Ratios against paramiko's, so they carry
-over to a board (whose round trips are slower, for every client alike). Prints JSON.
+over to a board (whose round trips are slower, for every client alike). With --power-off,
+also how long a session takes to say that a board powered off a moment ago (its ARP entry still
+valid) is unreachable, against ssh alone with the same retries (netroot before issue 38: it
+waits out ConnectTimeout, then tries again). Prints JSON.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from netroot.adapters.ssh import Session
-from netroot.sshtarget import SshTarget, ssh_argv
+from netroot.adapters.ssh import Session, Unreachable
+from netroot.sshtarget import SshTarget, ssh_argv, ssh_said
 from tests.integration.provision_hosts import NetnsHost, netns_host
 
 
@@ -70,10 +73,33 @@ def _paramiko(host: NetnsHost, commands: int) -> dict[str, float]:
         client.close()
 
 
+def _powered_off(watched: bool) -> float:
+    """Seconds until a board powered off a moment ago is reported unreachable."""
+    with tempfile.TemporaryDirectory() as tmp, netns_host(Path(tmp)) as board:
+        target = SshTarget("off", board.address, 22, "root", str(board.key), str(board.known_hosts))
+        with Session(target) as session:
+            session.run("true")  # the board answered: its ARP entry is fresh
+        board.exec("ip", "addr", "del", f"{board.address}/24", "dev", "eth0")
+        t0 = time.monotonic()
+        if watched:
+            try:
+                with Session(target) as session:
+                    session.run("true")
+            except Unreachable:
+                pass
+            return time.monotonic() - t0
+        for _ in range(target.retries + 1):  # ssh alone, retried as Session retries
+            done = subprocess.run([*ssh_argv(target), board.address, "true"], capture_output=True)
+            if "Connection timed out" not in ssh_said(done.stderr.decode()):
+                break
+        return time.monotonic() - t0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--commands", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--power-off", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, netns_host(Path(tmp)) as host:
         target = SshTarget("bench", host.address, 22, "root", str(host.key), str(host.known_hosts))
@@ -90,6 +116,13 @@ def main() -> None:
     for name in ("openssh", "fresh"):
         result[name]["first_vs_paramiko"] = result[name]["first_s"] / base["first_s"]
         result[name]["command_vs_paramiko"] = result[name]["command_s"] / base["command_s"]
+    if args.power_off:
+        session_s, ssh_s = _powered_off(watched=True), _powered_off(watched=False)
+        result["powered_off"] = {
+            "session_s": session_s,
+            "ssh_alone_s": ssh_s,
+            "ratio": session_s / ssh_s,
+        }
     print(json.dumps({"commands": args.commands, "runs": args.runs, **result}, indent=2))
 
 
