@@ -15,6 +15,7 @@ import contextlib
 import functools
 import math
 import os
+import re
 import secrets
 import stat
 import subprocess
@@ -162,6 +163,15 @@ GONE = (
 )
 
 
+MAX_SESSIONS = 8
+# What ssh says on stderr when it could not multiplex and logged in beside the master (the
+# command still ran): not the command's words, which callers read (sudo's refusals).
+_MUX_NOISE = re.compile(
+    rb"^(?:mux_client_\w+: .*|ControlSocket .* already exists, disabling multiplexing)\r?\n",
+    re.MULTILINE,
+)
+
+
 class _NoTcpAnswer(Exception):
     """ssh's connection got no answer at all in TCP_ANSWER_S."""
 
@@ -284,6 +294,9 @@ class Session:
         # their own (the loser would log in again, without multiplexing).
         self._first = threading.Lock()
         self._started = False
+        # sshd's MaxSessions (10 by default) bounds the commands one master carries at once;
+        # past it, ssh logs in again beside the master.
+        self._slots = threading.BoundedSemaphore(MAX_SESSIONS)
 
     @property
     def control_path(self) -> str:
@@ -306,13 +319,14 @@ class Session:
         answer, and is never retried; nor is a connection lost after it was made (the command
         may have run).
         """
-        if self._started:
-            return self._run(command, stdin, timeout)
-        with self._first:
-            try:
+        with self._slots:
+            if self._started:
                 return self._run(command, stdin, timeout)
-            finally:
-                self._started = True
+            with self._first:
+                try:
+                    return self._run(command, stdin, timeout)
+                finally:
+                    self._started = True
 
     def _run(self, command: str, stdin: bytes | None, timeout: float | None) -> Result:
         argv = self._argv(self.target.host, command)
@@ -332,7 +346,7 @@ class Session:
             # 255 is ssh's own failure, or the command's own exit status: a master still up
             # after it means the connection held, so the command said 255.
             if rc != 255 or self._master_up():
-                return Result(rc, out, err)
+                return Result(rc, out, _MUX_NOISE.sub(b"", err))
             said = ssh_said(err.decode(errors="replace"))
             slow = "Connection timed out" in said
             if not slow:
@@ -355,6 +369,7 @@ class Session:
         if os.path.exists(self._control):
             with contextlib.suppress(TimeoutError):  # else ControlPersist ends it
                 _spawn(self._argv("-O", "exit", self.target.host), None, 30)
+        self._started = False  # the next command starts a master again, alone
 
     def __enter__(self) -> Session:
         return self
