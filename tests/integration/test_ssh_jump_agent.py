@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -165,7 +166,10 @@ def admin(key: Path) -> Iterator[Admin]:
             for pid in left.stdout.split():
                 subprocess.run(["kill", pid], check=False)
         sudoers.unlink(missing_ok=True)
-        subprocess.run(["userdel", login], check=False, capture_output=True)
+        for _ in range(50):  # userdel refuses while the user's processes are still exiting
+            if subprocess.run(["userdel", login], capture_output=True).returncode in (0, 6):
+                break
+            time.sleep(0.1)
         shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(login_home, ignore_errors=True)
 
