@@ -23,6 +23,7 @@ import tempfile
 from collections.abc import Callable
 from typing import IO, Any
 
+from netroot import sshtarget
 from netroot.errors import EnvironmentMissing, Exit, NetrootError, UsageError
 from netroot.sshtarget import SshTarget, with_meaning
 
@@ -55,21 +56,9 @@ def _die_with_parent() -> None:
 
 
 def ssh_argv(target: SshTarget) -> list[str]:
-    """ssh to the server as the inventory says, host key checked strictly, never a prompt."""
-    argv = ["ssh", "-p", str(target.port), "-l", target.user]
-    if target.key_file:
-        argv += ["-i", target.key_file, "-o", "IdentitiesOnly=yes"]
-    for option in (
-        f"UserKnownHostsFile={target.known_hosts}",
-        "StrictHostKeyChecking=yes",
-        "BatchMode=yes",
-        "ConnectTimeout=15",
-        "ServerAliveInterval=15",
-        "ServerAliveCountMax=4",
-        "LogLevel=ERROR",
-    ):
-        argv += ["-o", option]
-    return argv
+    """ssh to the server as Ansible would for the same inventory (netroot.sshtarget.ssh_argv):
+    host key checked strictly, never a prompt; no multiplexing (each process is one session)."""
+    return sshtarget.ssh_argv(target)
 
 
 def spawn(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
@@ -100,9 +89,12 @@ def ssh_failure(target: SshTarget, what: str, rc: int, stderr: str) -> NetrootEr
             Exit.ENVIRONMENT,
         )
     if rc == 255 or any(marker in stderr for marker in SSH_FAILURES):
-        said = with_meaning(last, slow="no SSH answer in time: down, or too busy")
+        said = with_meaning(
+            sshtarget.ssh_said("\n".join(own or lines)) if lines else last,
+            slow="no SSH answer in time: down, or too busy",
+        )
         return NetrootError(
-            f"{target.name}: ssh {target.user}@{target.host}:{target.port} failed: {said}",
+            f"{target.name}: ssh {target.where} failed: {said}",
             "check the server's address, key and known_hosts in the inventory",
             Exit.UNREACHABLE,
         )
@@ -120,8 +112,9 @@ def ssh_failure(target: SshTarget, what: str, rc: int, stderr: str) -> NetrootEr
 
 
 def remote_dest(target: SshTarget, path: str) -> str:
+    """rsync's destination; the user is in ssh's own options (User=), as Ansible gives it."""
     host = f"[{target.host}]" if ":" in target.host else target.host
-    return f"{target.user}@{host}:{path}"
+    return f"{host}:{path}"
 
 
 def rsync(

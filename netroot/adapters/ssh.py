@@ -1,19 +1,42 @@
-"""SSH through paramiko with host keys checked against a known_hosts file (never auto-accepted)."""
+"""netroot's own SSH sessions: the OpenSSH client, with the argv Ansible builds for the same
+inventory (netroot.sshtarget.ssh_argv), so ~/.ssh/config, the agent and jump hosts serve
+status, smoke and the sudo preflight as they serve `provision`. Host keys are checked, never
+auto-accepted; nothing prompts.
+
+A Session is one multiplexing master per host (ControlMaster): its first command logs in, the
+next ones reuse the connection. The master lives in a private directory of this user under
+$XDG_RUNTIME_DIR or /tmp (a socket path has room for ~100 bytes), is told to exit when the
+session closes, and exits by itself after ControlPersist of idleness if netroot dies first.
+"""
 
 from __future__ import annotations
 
-import socket
+import contextlib
+import functools
+import math
+import os
+import re
+import secrets
+import stat
+import subprocess
+import tempfile
+import threading
 import time
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from pathlib import Path
 
-from netroot.errors import Exit, NetrootError
-from netroot.sshtarget import SLOW_ANSWER, SshTarget, with_meaning
-
-if TYPE_CHECKING:
-    import paramiko
+from netroot.errors import EnvironmentMissing, Exit, NetrootError, UsageError
+from netroot.sshtarget import (
+    SLOW_ANSWER,
+    SshTarget,
+    parse_ssh_config,
+    ssh_argv,
+    ssh_said,
+    with_config,
+    with_meaning,
+)
 
 
 @dataclass(frozen=True)
@@ -36,14 +59,10 @@ class Unreachable(TargetError):
     what it means and what to do (`with_meaning`, the table Ansible's messages use)."""
 
     def __init__(self, target: SshTarget, why: str, meaning: str | None = None) -> None:
-        where = f"{target.name} ({target.user}@{target.host}:{target.port})"
+        where = f"{target.name} ({target.where})"
         said = with_meaning(why, meaning)
         hint = "is the board up and in the inventory's known_hosts? (`netroot lab status`)"
         super().__init__(target, f"{where} unreachable: {said}", hint, Exit.UNREACHABLE)
-
-
-class _SlowAnswer(Exception):
-    """The host did not answer in time: busy, maybe, rather than gone."""
 
 
 class BecomeRefused(TargetError):
@@ -101,7 +120,11 @@ def check_privileges(targets: Sequence[SshTarget], proven: Collection[str] = ())
     `sudo -n`). Unreachable hosts are left to the operation itself (it reports them).
     """
 
-    def probe(target: SshTarget) -> str | None:
+    def probe(target: SshTarget) -> tuple[SshTarget, str | None]:
+        target = resolve(target)
+        return target, problem_of(target)
+
+    def problem_of(target: SshTarget) -> str | None:
         if not target.sudo:
             return become_problem(target, None, "")
         if target.name in proven:
@@ -117,127 +140,223 @@ def check_privileges(targets: Sequence[SshTarget], proven: Collection[str] = ())
         return
     with ThreadPoolExecutor(max_workers=min(8, len(targets))) as pool:
         problems = list(pool.map(probe, targets))
-    for target, problem in zip(targets, problems, strict=True):
+    for target, problem in problems:
         if problem:
             raise BecomeRefused(target, problem)
 
 
+# ssh and the ssh of a ProxyJump get no terminal (a session of their own) and no askpass: a
+# host key to confirm or a passphrase to type is a failure, never a prompt that hangs netroot.
+_NO_PROMPT = {"SSH_ASKPASS_REQUIRE": "never"}
+
+
+# A host that is up answers a TCP connection from its kernel at once, however busy its sshd:
+# three SYNs (sent at 0, 1 and 3 s) unanswered for this long mean a host that is gone. Its ARP
+# entry may stay valid for up to 45 s after it went, all that time ssh would wait out its
+# ConnectTimeout (30 s) and then try again, where a board that is off should be said at once.
+TCP_ANSWER_S = 5.0
+SYN_SENT = "02"  # the state of a socket waiting for the server's first answer (/proc/net/tcp)
+GONE = (
+    "nothing answers at that address (a host that is up answers a connection at once, however "
+    "busy): the host is powered off, unplugged or not on this network; check its power and "
+    "cabling, and its ansible_host"
+)
+
+
+MAX_SESSIONS = 8
+# What ssh says on stderr when it could not multiplex and logged in beside the master (the
+# command still ran): not the command's words, which callers read (sudo's refusals).
+_MUX_NOISE = re.compile(
+    rb"^(?:mux_client_\w+: .*|ControlSocket .* already exists, disabling multiplexing)\r?\n",
+    re.MULTILINE,
+)
+
+
+class _NoTcpAnswer(Exception):
+    """ssh's connection got no answer at all in TCP_ANSWER_S."""
+
+
+def syn_sent_inodes(table: str) -> set[str]:
+    """The inodes of the sockets waiting for a first answer in a /proc/net/tcp table (pure)."""
+    found = set()
+    for line in table.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) > 9 and fields[3] == SYN_SENT:
+            found.add(fields[9])
+    return found
+
+
+def _still_connecting(pid: int) -> bool:
+    """Whether process `pid` (ssh, connecting directly) has a TCP connection left unanswered."""
+    try:
+        links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+    except OSError:
+        return False  # gone, or not Linux: nothing to say early
+    inodes = {link[8:-1] for link in links if link.startswith("socket:[")}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            if syn_sent_inodes(Path(table).read_text()) & inodes:
+                return True
+    return False
+
+
+def _spawn(
+    argv: list[str], stdin: bytes | None, timeout: float | None, watch: bool = False
+) -> tuple[int, bytes, bytes]:
+    """Run ssh; (rc, stdout, stderr). TimeoutError when it outlives `timeout` (then killed);
+    `watch`: _NoTcpAnswer when its own connection is unanswered after TCP_ANSWER_S."""
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **_NO_PROMPT},
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        raise EnvironmentMissing(
+            f"{argv[0]}: not installed on this control host",
+            "install the OpenSSH client (apt-get install openssh-client)",
+        ) from None
+    try:
+        if watch and (timeout is None or timeout > TCP_ANSWER_S):
+            try:
+                out, err = proc.communicate(stdin, timeout=TCP_ANSWER_S)
+            except subprocess.TimeoutExpired:
+                if _still_connecting(proc.pid):
+                    raise _NoTcpAnswer from None
+                rest = None if timeout is None else timeout - TCP_ANSWER_S
+                out, err = proc.communicate(timeout=rest)  # input goes on being fed
+        else:
+            out, err = proc.communicate(stdin, timeout=timeout)
+    except BaseException as exc:  # a timeout, no answer, Ctrl-C: no ssh left behind
+        proc.kill()
+        proc.wait()
+        # Not read to the end: a multiplexed command's stdout and stderr were handed to the
+        # master, which holds them until the remote command ends.
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise TimeoutError from None
+        raise
+    return proc.returncode, out, err
+
+
+def resolve(target: SshTarget) -> SshTarget:
+    """`target` with the user and port ~/.ssh/config (or OpenSSH's defaults) give where the
+    inventory sets none, as `ssh -G` says: who logs in decides whether sudo is needed."""
+    if target.user is not None and target.port is not None:
+        return target
+    rc, out, err = _spawn([*ssh_argv(target), "-G", target.host], None, 30)
+    if rc != 0:
+        said = ssh_said(err.decode(errors="replace"))
+        raise UsageError(
+            f"{target.name}: ssh refuses its options: {said}",
+            "check ansible_ssh_args, ansible_ssh_common_args, ansible_ssh_extra_args and "
+            "~/.ssh/config",
+        )
+    return with_config(target, parse_ssh_config(out.decode(errors="replace")))
+
+
+@functools.cache
+def _control_dir() -> Path:
+    """A directory only this user can enter, with a short path (sockets live there)."""
+    base = os.environ.get("XDG_RUNTIME_DIR", "")
+    if not base or len(base) > 40 or not os.path.isdir(base):
+        base = tempfile.gettempdir() if len(tempfile.gettempdir()) <= 40 else "/tmp"
+    path = Path(base) / f"netroot-ssh-{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        info = path.lstat()
+        private = stat.S_ISDIR(info.st_mode) and not info.st_mode & 0o077
+        if private and info.st_uid == os.getuid():
+            return path
+    except OSError:
+        pass
+    # Somebody else's, or not a directory: a fresh one of our own (mkdtemp makes it 0700).
+    return Path(tempfile.mkdtemp(prefix="nrssh-", dir=base))
+
+
 class Session:
-    """One SSH connection to one host; commands run with their exit code, not raised."""
+    """One SSH connection to one host; commands run with their exit code, not raised.
+
+    Threads may share a session: every command is its own ssh process on the one master.
+    """
 
     def __init__(self, target: SshTarget, connect_timeout: float | None = None) -> None:
-        self.target = target
-        self._timeout = connect_timeout if connect_timeout is not None else target.timeout
-        self._client: paramiko.SSHClient | None = None
-
-    def _connect(self) -> paramiko.SSHClient:
-        """Connect, trying again (after 0 s, 1 s, 3 s...) while the host is only slow to answer.
-
-        A busy board (booting, emulated on a loaded machine) may miss a timeout; a wrong host
-        key, a refused login or a refused connection is an answer, and is never retried.
-        """
-        for attempt in range(self.target.retries + 1):
-            try:
-                return self._connect_once()
-            except _SlowAnswer as slow:
-                if attempt == self.target.retries:
-                    tries = f", {attempt + 1} tries" if attempt else ""
-                    raise Unreachable(self.target, f"{slow}{tries}", SLOW_ANSWER) from None
-                time.sleep(min(2**attempt - 1, 30))
-        raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
-
-    def _connect_once(self) -> paramiko.SSHClient:
-        import paramiko
-
-        client = paramiko.SSHClient()
-        try:
-            client.load_host_keys(self.target.known_hosts)
-        except FileNotFoundError:
-            why = f"known_hosts {self.target.known_hosts} missing"
-            meaning = (
-                "host keys are checked, never accepted unseen: add the hosts' keys to it "
-                "(ssh-keyscan, checked against the hosts), or name another file with "
-                "netroot_known_hosts in the inventory"
-            )
-            raise Unreachable(self.target, why, meaning) from None
-        client.set_missing_host_key_policy(paramiko.RejectPolicy())
-        sock = self._ssh_socket()
-        try:
-            client.connect(
-                self.target.host,
-                port=self.target.port,
-                username=self.target.user,
-                key_filename=self.target.key_file,
-                timeout=self._timeout,
-                banner_timeout=self._timeout,
-                auth_timeout=self._timeout,
-                allow_agent=False,
-                look_for_keys=self.target.key_file is None,
-                sock=sock,
-            )
-        except paramiko.BadHostKeyException:
-            raise Unreachable(self.target, "host key does not match known_hosts") from None
-        except (paramiko.SSHException, OSError) as exc:
-            client.close()
-            raise Unreachable(self.target, str(exc) or type(exc).__name__) from None
-        return client
-
-    def _ssh_socket(self) -> socket.socket:
-        """A connection whose server has started to speak SSH (its banner is left unread).
-
-        Waiting for the banner here, rather than in paramiko (which says "Error reading SSH
-        protocol banner" both for a host that hung up and one that said nothing in time), tells
-        a busy host from one that refuses.
-        """
-        address = (self.target.host, self.target.port)
-        try:
-            sock = socket.create_connection(address, timeout=self._timeout)
-        except TimeoutError:
-            raise _SlowAnswer(f"no TCP answer within {self._timeout:g} s") from None
-        except OSError as exc:
-            raise Unreachable(self.target, str(exc) or type(exc).__name__) from None
-        try:
-            first = sock.recv(4, socket.MSG_PEEK)
-        except TimeoutError:
-            sock.close()
-            raise _SlowAnswer(f"no SSH answer within {self._timeout:g} s") from None
-        except OSError as exc:
-            sock.close()
-            raise Unreachable(self.target, str(exc) or type(exc).__name__) from None
-        if not first:
-            sock.close()
-            raise Unreachable(self.target, "the host closed the connection before SSH began")
-        return sock
+        if connect_timeout is not None:
+            target = replace(target, timeout=connect_timeout)
+        self.target = resolve(target)
+        self._control = str(_control_dir() / secrets.token_hex(5))
+        # The first command starts the master; others wait for it rather than race to start
+        # their own (the loser would log in again, without multiplexing).
+        self._first = threading.Lock()
+        self._started = False
+        # sshd's MaxSessions (10 by default) bounds the commands one master carries at once;
+        # past it, ssh logs in again beside the master.
+        self._slots = threading.BoundedSemaphore(MAX_SESSIONS)
 
     @property
-    def client(self) -> paramiko.SSHClient:
-        if self._client is None:
-            self._client = self._connect()
-        return self._client
+    def control_path(self) -> str:
+        """The socket of this session's master (it exists while the master runs)."""
+        return self._control
+
+    def _argv(self, *rest: str) -> list[str]:
+        return [*ssh_argv(self.target, self._control), *rest]
+
+    def _master_up(self) -> bool:
+        rc, _, _ = _spawn(self._argv("-O", "check", self.target.host), None, 30)
+        return rc == 0
 
     def run(self, command: str, stdin: bytes | None = None, timeout: float | None = None) -> Result:
-        """Run a shell command; returns rc/stdout/stderr. Connection loss raises Unreachable."""
-        import paramiko
+        """Run a shell command; returns rc/stdout/stderr. No session raises Unreachable.
 
-        try:
-            transport = self.client.get_transport()
-            if transport is None or not transport.is_active():
+        A connection that times out is tried again (after 0 s, 1 s, 3 s...) up to the
+        target's retries, as Ansible does: a busy board (booting, emulated on a loaded machine)
+        may miss a timeout. A wrong host key, a refused login or a refused connection is an
+        answer, and is never retried; nor is a connection lost after it was made (the command
+        may have run).
+        """
+        with self._slots:
+            if self._started:
+                return self._run(command, stdin, timeout)
+            with self._first:
+                try:
+                    return self._run(command, stdin, timeout)
+                finally:
+                    self._started = True
+
+    def _run(self, command: str, stdin: bytes | None, timeout: float | None) -> Result:
+        argv = self._argv(self.target.host, command)
+        for attempt in range(self.target.retries + 1):
+            try:
+                rc, out, err = _spawn(argv, stdin, timeout, watch=True)
+            except _NoTcpAnswer:
+                target = self.target
+                why = f"no answer to the connection to {target.host} within {TCP_ANSWER_S:g} s"
+                raise Unreachable(target, why, GONE) from None
+            except TimeoutError:
+                # As a lost connection: the master goes (the command with it); the next
+                # command logs in afresh.
                 self.close()
-                transport = self.client.get_transport()
-            assert transport is not None
-            chan = transport.open_session(timeout=self._timeout)
-            chan.settimeout(timeout)
-            chan.exec_command(command)
-            if stdin is not None:
-                chan.sendall(stdin)
-            chan.shutdown_write()
-            out = chan.makefile("rb").read()
-            err = chan.makefile_stderr("rb").read()
-            rc = chan.recv_exit_status()
-        except (paramiko.SSHException, OSError, EOFError) as exc:
-            self.close()
-            raise Unreachable(self.target, f"connection lost: {exc}") from None
-        return Result(rc, out, err)
+                why = f"no answer to the command within {timeout:g} s"
+                raise Unreachable(self.target, why) from None
+            # 255 is ssh's own failure, or the command's own exit status: a master still up
+            # after it means the connection held, so the command said 255.
+            if rc != 255 or self._master_up():
+                return Result(rc, out, _MUX_NOISE.sub(b"", err))
+            said = ssh_said(err.decode(errors="replace"))
+            slow = "Connection timed out" in said
+            if not slow:
+                raise Unreachable(self.target, said)
+            if attempt == self.target.retries:
+                tries = f", {attempt + 1} tries" if attempt else ""
+                waited = f"no answer within {math.ceil(self.target.timeout)} s{tries}"
+                raise Unreachable(self.target, f"{said}: {waited}", SLOW_ANSWER)
+            time.sleep(min(2**attempt - 1, 30))
+        raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
     def run_privileged(
         self, command: str, stdin: bytes | None = None, timeout: float | None = None
@@ -246,9 +365,11 @@ class Session:
         return self.run(self.target.privileged(command), stdin=stdin, timeout=timeout)
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        """Stop the master (and with it every command still running on it)."""
+        if os.path.exists(self._control):
+            with contextlib.suppress(TimeoutError):  # else ControlPersist ends it
+                _spawn(self._argv("-O", "exit", self.target.host), None, 30)
+        self._started = False  # the next command starts a master again, alone
 
     def __enter__(self) -> Session:
         return self

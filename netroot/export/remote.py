@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Unpack
 
 from netroot.adapters import server as adapter
+from netroot.adapters.ssh import resolve
 from netroot.bundle import helper_command
 from netroot.errors import Exit, NetrootError, UsageError
 from netroot.export import service
@@ -202,7 +203,8 @@ class Session(adapter.HelperSession):
 
 
 def remote_target(server: NfsServer) -> SshTarget:
-    target = target_for(server.host)
+    # Who logs in (the inventory's ansible_user, else ~/.ssh/config's) decides about root.
+    target = resolve(target_for(server.host))
     if not target.privileged_ok:
         raise UsageError(
             f"{server.name}: exporting needs root on the server (owners, device nodes), "

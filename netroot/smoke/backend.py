@@ -2,9 +2,10 @@
 board), or on the booted root itself (a netboot board: its root is the version).
 
 Commands run as root: directly when the inventory logs in as root, else through `sudo -n` as
-its `ansible_user` with `ansible_become` (netroot/sshtarget.py). Host keys are checked against
-the inventory's known_hosts (testinfra's own paramiko backend
-auto-accepts unknown keys, which netroot does not allow). Use it from plain pytest as
+its `ansible_user` with `ansible_become` (netroot/sshtarget.py). Commands go through netroot's
+own SSH session (OpenSSH as Ansible runs it: ~/.ssh/config, the agent, jump hosts), host keys
+checked (testinfra's own paramiko backend auto-accepts unknown keys, which netroot does not
+allow). Use it from plain pytest as
 `pytest -p netroot.smoke.plugin --hosts='netroot://pi-01?ansible_inventory=INV' CHECKS...`.
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import paramiko  # noqa: F401 - here, at collection: forked per-host workers share the import
 from testinfra.backend import base
 
 from netroot import inventory as inventory_mod
@@ -47,6 +47,10 @@ class NetrootBackend(base.BaseBackend):  # type: ignore[misc]
     def run_on_board(self, command: str) -> Result:
         """Run a command on the board itself, as root, outside the chroot (mount/identity)."""
         return self.session.run_privileged(command, timeout=120)
+
+    def close(self) -> None:
+        """Stop the board's SSH master (the worker that ran its checks is done)."""
+        self.session.close()
 
     def get_hostname(self) -> str:
         return self.board.name

@@ -15,6 +15,7 @@ be shared by every worker after the fork).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import selectors
@@ -100,6 +101,12 @@ def _worker(config: pytest.Config, items: Sequence[pytest.Item], fd: int) -> Non
     except BaseException:  # whatever it was, the parent reports this host
         traceback.print_exc(file=sys.stderr)
     finally:
+        # os._exit runs no cleanup: the backend's SSH master is stopped here, not left to idle.
+        host = testinfra_host(items[0]) if items else None
+        close = getattr(getattr(host, "backend", None), "close", None)
+        with contextlib.suppress(BaseException):
+            if close is not None:
+                close()
         os._exit(code)
 
 

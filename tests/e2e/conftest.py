@@ -58,7 +58,11 @@ class LabHandle:
         target = self.targets[host]
         line = command if user else target.privileged(command)
         argv = ssh_argv(
-            self.addresses[host], self.key, self.known_hosts, line, user=user or target.user
+            self.addresses[host],
+            self.key,
+            self.known_hosts,
+            line,
+            user=user or target.user or "root",
         )
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
         if check and proc.returncode != 0:

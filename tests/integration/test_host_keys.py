@@ -1,5 +1,5 @@
 """Host keys are checked, never auto-accepted: by Ansible (through ansible-runner, which turns
-checking off unless told) and by netroot's own SSH (paramiko), against a real sshd."""
+checking off unless told) and by netroot's own SSH (the same OpenSSH), against a real sshd."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def _known_hosts(host: NetnsHost, tmp: Path, kind: str) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["empty", "wrong"])
-def test_paramiko_refuses_unknown_or_wrong_key(host: NetnsHost, tmp_path: Path, kind: str) -> None:
+def test_own_ssh_refuses_unknown_or_wrong_key(host: NetnsHost, tmp_path: Path, kind: str) -> None:
     good = SshTarget("t", host.address, 22, "root", str(host.key), str(host.known_hosts))
     with Session(good) as session:
         assert session.run("echo ok").stdout == b"ok\n"
@@ -61,6 +61,9 @@ def test_paramiko_refuses_unknown_or_wrong_key(host: NetnsHost, tmp_path: Path, 
     with pytest.raises(Unreachable) as err, Session(bad) as session:
         session.run("true")
     assert err.value.code == Exit.UNREACHABLE
+    said = {"empty": "host key is known for", "wrong": "has changed"}[kind]
+    message = err.value.message
+    assert said in message and "known_hosts" in message and "\n" not in message, message
 
 
 @pytest.mark.parametrize("kind", ["empty", "wrong"])

@@ -265,7 +265,7 @@ def test_hostile_archive_writes_nothing_outside(remote: Remote, tmp_path: Path) 
 @pytest.mark.parametrize(
     ("server_vars", "code", "words"),
     [
-        ({"netroot_known_hosts": "/dev/null"}, 4, "Host key verification failed"),
+        ({"netroot_known_hosts": "/dev/null"}, 4, "host key is known for"),
         ({"ansible_user": "nobody-here"}, 2, "needs root on the server"),
         ({"netroot_export_remote": "yes"}, 2, "netroot_export_remote"),
     ],

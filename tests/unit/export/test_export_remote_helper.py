@@ -210,7 +210,7 @@ def test_ssh_and_stats() -> None:
     target = target_for(host)
     argv = adapter.ssh_argv(target)
     assert "StrictHostKeyChecking=yes" in argv and "BatchMode=yes" in argv
-    assert "UserKnownHostsFile=/k h" in argv and argv[argv.index("-l") + 1] == "pi"
+    assert 'UserKnownHostsFile="/k h"' in argv and 'User="pi"' in argv
     stats = adapter.parse_stats("Total bytes sent: 1,234,567\nLiteral data: 42 bytes\n")
     assert stats == {"total bytes sent": 1234567, "literal data": 42}
     server = NfsServer(host, "/srv/netroot", "kernel", "10.0.0.2", remote=True)
