@@ -4,6 +4,7 @@ reads; what it committed, where netroot knows (an export, a rollout's boards).""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -22,18 +23,22 @@ from netroot.remote.fleet import STATE_NAME
 
 
 @pytest.fixture
-def silent_port() -> Iterator[int]:
+def silent_port() -> Iterator[tuple[int, list[socket.socket]]]:
     """A port on the hosts' loopback addresses that accepts and never says a word: an SSH
-    client waits there for the server's banner until its timeout."""
+    client waits there for the server's banner until its timeout. Yields the port and the
+    listening sockets (readable once a client has connected)."""
     first = socket.create_server(("127.0.0.2", 0))
     port = first.getsockname()[1]
     others = [socket.create_server((f"127.0.0.{n}", port)) for n in (3, 4)]
-    yield port
+    yield port, [first, *others]
     for s in (first, *others):
         s.close()
 
 
-def _interrupted(tmp_path: Path, port: int, *args: str) -> subprocess.CompletedProcess[str]:
+def _interrupted(
+    tmp_path: Path, silent: tuple[int, list[socket.socket]], *args: str
+) -> subprocess.CompletedProcess[str]:
+    port, listening = silent
     known = tmp_path / "known_hosts"
     known.write_text("")
     hosts = {
@@ -53,7 +58,13 @@ def _interrupted(tmp_path: Path, port: int, *args: str) -> subprocess.CompletedP
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
         env=env,
     )  # fmt: skip
-    time.sleep(3)  # up and waiting on the silent hosts (the probes wait up to a minute)
+    # Interrupted once it waits on the silent hosts (the probes wait up to a minute): a
+    # connection waits in a listening socket's queue, which makes it readable. Not a fixed
+    # sleep: a loaded machine may still be starting Python then.
+    deadline = time.monotonic() + 120
+    while not select.select(listening, [], [], 0.2)[0]:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+    time.sleep(0.5)
     assert proc.poll() is None, proc.communicate()
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
@@ -62,7 +73,7 @@ def _interrupted(tmp_path: Path, port: int, *args: str) -> subprocess.CompletedP
 
 @pytest.mark.parametrize("args", [("status",), ("smoke", "boards")])
 def test_ctrl_c_while_waiting_on_hosts(
-    args: tuple[str, ...], tmp_path: Path, silent_port: int
+    args: tuple[str, ...], tmp_path: Path, silent_port: tuple[int, list[socket.socket]]
 ) -> None:
     done = _interrupted(tmp_path, silent_port, *args)
     assert done.returncode == Exit.INTERRUPTED
