@@ -3,7 +3,7 @@
 Every such program is ONE Python 3 source: netroot/remote/loader.py's text, the modules it
 carries as (dotted name, source) strings, the loader's call that registers them under their
 real names (so their own imports work), then the program's own lines (`program`). It runs with
-the target's python3 and the standard library only: tests/unit/core/test_remote.py proves
+the target's python3 and the standard library only: tests/unit/remote/test_programs.py proves
 every module listed here imports nothing else, and each program loads in a bare `python3 -I -S`.
 
 The programs: the QPU smoke program and the torch script on a board (netroot.qpu.bundle adds
@@ -14,7 +14,7 @@ checker and the TFTP tree tool run from Ansible tasks, so the server role instal
 (ROLE_PROGRAMS): its files/ holds each as `server_program` writes it, committed, so that plain
 ansible-playbook works without netroot. test_remote.py proves the committed files are what
 this module makes today; `NETROOT_UPDATE_GOLDEN=1 .venv/bin/pytest
-tests/unit/core/test_remote.py` rewrites them after a change to a module they carry.
+tests/unit/remote/test_programs.py` rewrites them after a change to a module they carry.
 """
 
 from __future__ import annotations

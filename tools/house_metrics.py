@@ -10,7 +10,8 @@ Prints:
 - boot-mode branches: `if`, conditional expressions and comprehension filters whose test names
   the boot mode (`netboot`, `boot_mode`, `_netboot(...)`, or a comparison with "netboot"/"sd"),
   outside BOOT_MODE_HOME (the lab's, about how many diskless machines it builds, apart);
-- long modules: netroot modules over MAX_LINES lines.
+- long modules: netroot modules over MAX_LINES lines;
+- rooms without a tests/unit/<room>/ folder (the tests mirror the package).
 
 Exit status 0 always: the figures are for reading.
 """
@@ -199,7 +200,14 @@ def measure(root: Path, narrow: bool = False) -> dict[str, Any]:
         "lab_diskless_branches": sorted(lab),
         "modules_over_400_lines": {n: c for n, c in sorted(lengths.items()) if c > MAX_LINES},
         "io_modules_allowed": list(listed),
+        "rooms_without_tests_unit_folder": unmirrored_rooms(root),
     }
+
+
+def unmirrored_rooms(root: Path) -> list[str]:
+    """The rooms (sub-packages of netroot) with no tests/unit/<room>/ folder of their tests."""
+    rooms = sorted(d.name for d in (root / "netroot").iterdir() if (d / "__init__.py").is_file())
+    return [r for r in rooms if not (root / "tests" / "unit" / r).is_dir()]
 
 
 def main(argv: list[str] | None = None) -> int:

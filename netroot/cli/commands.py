@@ -8,7 +8,8 @@ import typer
 
 # One line per built command module (netroot/cli/<name>.py with a `register(app)`).
 MODULES = [
-    "export_cmd",  # export, versions, verify, prune
+    "export_cmd",  # export
+    "versions_cmd",  # versions, verify, prune
     "provision_cmd",
     "smoke_cmd",
     "rollout_cmd",  # rollout, rollback

@@ -1,4 +1,5 @@
-"""`netroot export`, `versions`, `verify`, `prune`: the versioned export tree."""
+"""`netroot export`: an image becomes a version in the export tree (the housekeeping commands
+of that tree are netroot.cli.versions_cmd)."""
 
 from __future__ import annotations
 
@@ -13,15 +14,12 @@ from netroot.cli import interrupted
 from netroot.cli.context import JSON_OPTION, AppContext, epilog, get, name_option
 from netroot.cli.export_upkeep import (
     REPAIR_HELP,
-    protection_of,
-    repair_command,
     run_repair,
-    show_prune,
 )
-from netroot.errors import Exit, NetrootError, UsageError
+from netroot.errors import UsageError
 
 if TYPE_CHECKING:
-    from netroot.export.manifest import Layout
+    pass
 
 DEFAULT_ROOT = Path("/srv/netroot")
 ROOT_HELP = (
@@ -49,7 +47,7 @@ EXPORT_EPILOG = epilog(
 )
 
 
-def _inventory_or_none(app: AppContext) -> Any:
+def inventory_or_none(app: AppContext) -> Any:
     from netroot.inventory import default_path
 
     if app.inventory_path is None and not default_path().exists():
@@ -57,10 +55,10 @@ def _inventory_or_none(app: AppContext) -> Any:
     return app.inventory()
 
 
-def _root(app: AppContext, root: Path | None) -> Path:
+def root_path(app: AppContext, root: Path | None) -> Path:
     if root is not None:
         return root
-    inv = _inventory_or_none(app)
+    inv = inventory_or_none(app)
     if inv is not None and inv.servers:
         if inv.server.remote:
             raise UsageError(
@@ -76,8 +74,8 @@ def _where(app: AppContext, root: Path | None) -> tuple[list[Any], Any]:
     """Where the export tree is, as (several, server): the inventory's NFS servers when it
     lists several and no --root is given (each is worked on: netroot.cli.several); else its
     one server when exports go to it over SSH (netroot_export_remote); ([], None): one local
-    export root (`_root`)."""
-    inv = None if root is not None else _inventory_or_none(app)
+    export root (`root_path`)."""
+    inv = None if root is not None else inventory_or_none(app)
     if inv is None or not inv.servers:
         return [], None
     if len(inv.servers) >= 2:
@@ -85,7 +83,7 @@ def _where(app: AppContext, root: Path | None) -> tuple[list[Any], Any]:
     return [], inv.server if inv.server.remote else None
 
 
-def _open(ctx: typer.Context, root: Path | None) -> tuple[AppContext, list[Any], Any]:
+def open_roots(ctx: typer.Context, root: Path | None) -> tuple[AppContext, list[Any], Any]:
     """The opening of `versions`, `verify` and `prune`: the context, and where the tree is."""
     app = get(ctx)
     return (app, *_where(app, root))
@@ -93,7 +91,7 @@ def _open(ctx: typer.Context, root: Path | None) -> tuple[AppContext, list[Any],
 
 def _protected(app: AppContext, name: str) -> set[str]:
     """Versions a board of NAME should run, is assigned, has mounted or last ran green."""
-    inv = _inventory_or_none(app)
+    inv = inventory_or_none(app)
     if inv is None or not inv.servers:
         return set()
     from netroot.fleet.remote import open_fleet
@@ -184,7 +182,7 @@ def export(
     several, server = _where(app, root)
     # Several servers: each its own root (netroot.cli.several); else the one root.
     export_root = (
-        DEFAULT_ROOT if several else Path(server.export_root) if server else _root(app, root)
+        DEFAULT_ROOT if several else Path(server.export_root) if server else root_path(app, root)
     )
     with _progress(app) as bar:
         # The bar is up while the source is read to identify it (a whole archive is hashed).
@@ -263,189 +261,6 @@ def export(
     app.out.table(f"export {name}", ["field", "value"], rows)
 
 
-def _existing(app: AppContext, root: Path | None, name: str) -> Layout:
-    """The layout of an export name that exists; a usage error naming it otherwise."""
-    from netroot.export.manifest import Layout, check_name
-
-    layout = Layout(_root(app, root), check_name(name))
-    if not layout.versions.is_dir():
-        raise UsageError(
-            f"no export named {name!r} under {layout.root}",
-            "export one with `netroot export SOURCE --name NAME`, or pass --root",
-        )
-    return layout
-
-
-def versions(
-    ctx: typer.Context,
-    name: str = NAME_ARGUMENT,
-    root: Path | None = ROOT_OPTION,
-    as_json: bool = JSON_OPTION,
-) -> None:
-    """The versions of NAME, oldest first, and which one is current."""
-    app, several, server = _open(ctx, root)
-    if several:
-        from netroot.cli import several as on_several
-
-        return on_several.versions(app, several, name, as_json)
-    if server is not None:  # listed on the server, by the export's helper
-        from netroot.export.remote import versions_remote
-
-        current, found = versions_remote(server, name)
-        where = f"{server.name}:{server.export_root}"
-    else:
-        from netroot.export import service
-
-        layout = _existing(app, root, name)
-        found, current = service.list_versions(layout), service.current_id(layout)
-        where = str(layout.root)
-    if as_json:
-        app.out.json({"name": name, "current": current, "versions": [m.summary() for m in found]})
-        return
-    app.out.table(
-        f"{name} under {where} (* = current)",
-        ["", "version", "exported (UTC)", "source", "entries", "MiB"],
-        [
-            [
-                "*" if m.version == current else "",
-                m.version,
-                m.exported_at[:16].replace("T", " "),
-                ",".join(m.repo_tags) or m.source.get("ref", ""),
-                m.files,
-                f"{m.bytes / 2**20:.1f}",
-            ]
-            for m in found
-        ],
-    )
-
-
-def _split(target: str) -> tuple[str, str | None]:
-    name, _, vid = target.partition("@")
-    return name, vid or None
-
-
-def verify(
-    ctx: typer.Context,
-    target: str = typer.Argument(..., help="NAME (its current version) or NAME@ID."),
-    root: Path | None = ROOT_OPTION,
-    as_json: bool = JSON_OPTION,
-) -> None:
-    """Re-hash a version's tree against its manifest; exit 3 with the differing paths."""
-    app, several, server = _open(ctx, root)
-    name, vid = _split(target)
-    if several:
-        from netroot.cli import several as on_several
-
-        return on_several.verify(app, several, name, vid, as_json)
-    if server is not None:  # re-hashed on the server, by the export's helper
-        from netroot.export.remote import verify_remote
-
-        reply = verify_remote(server, name, vid)
-        version, files, tree = reply["version"], reply["files"], reply["tree_hash"]
-        differences: list[str] = reply["differences"]
-        origin = (reply["source"], reply["repo_tags"], reply["image_id"])
-    else:
-        from netroot.export import service
-
-        manifest, differences = service.verify(_root(app, root), name, vid)
-        version, files, tree = manifest.version, manifest.files, manifest.tree_hash
-        origin = (manifest.source, manifest.repo_tags, manifest.image_id)
-    if as_json:
-        app.out.json(
-            {
-                "name": name,
-                "version": version,
-                "ok": not differences,
-                "tree_hash": tree,
-                "differences": differences,
-            }
-        )
-    else:
-        for line in differences:
-            app.out.out.print(line, highlight=False, markup=False)
-        if not differences:
-            app.out.info(f"{name}@{version}: ok ({files} entries)")
-    if differences:
-        command = repair_command(name, version, *origin, root)
-        raise NetrootError(
-            f"{name}@{version}: {len(differences)} paths differ from the manifest",
-            f"put it back in place from its source (boards keep their mounts): {command}",
-            Exit.CHECKS,
-        )
-
-
-def prune(
-    ctx: typer.Context,
-    name: str = NAME_ARGUMENT,
-    keep: int = typer.Option(..., "--keep", min=1, help="Versions to keep (newest)."),
-    root: Path | None = ROOT_OPTION,
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Say what would be removed and why the rest stays; write nothing."
-    ),
-    as_json: bool = JSON_OPTION,
-) -> None:
-    """Remove all but the newest N versions (never current, nor any a board needs).
-
-    Newest is by the manifest's export time, the same order on every export root. Each kept
-    version says why: current, pinned by / assigned to / mounted by / last green on a board,
-    or among the N newest.
-    """
-    from netroot.export import onservers, service
-
-    app, several, server = _open(ctx, root)
-    protection = protection_of(_inventory_or_none(app), name)
-    failed: dict[str, NetrootError] = {}
-    if several or server is not None:  # pruned on each server, under the export's lock there
-        found = onservers.each(
-            several or [server],
-            lambda s: onservers.prune_plan_on(s, name, keep, protection, dry_run=dry_run),
-        )
-        if not several and found.failed:
-            raise next(iter(found.failed.values()))
-        plans, failed = found.answers, found.failed
-    else:
-        layout = _existing(app, root, name)
-        plan = service.prune_plan(layout.root, name, keep, protection, dry_run=dry_run)
-        plans = {str(layout.root): plan}
-    show_prune(app, name, plans, failed, dry_run=dry_run, several=bool(several), as_json=as_json)
-
-
 def register(app: typer.Typer) -> None:
     app.command(short_help="Export an image as a new version and make it current.",
                 epilog=EXPORT_EPILOG)(export)  # fmt: skip
-    several = (
-        " Several NFS servers: each is asked; one that fails exits with its code (4 unreachable)."
-    )
-    app.command(
-        short_help="List an export's versions, oldest first, and its current.",
-        epilog=epilog(
-            [
-                ("netroot versions raspbian", ""),
-                ("netroot versions raspbian --tsv | tail -n 1", "the newest, whole"),
-            ],
-            "0 ok, 2 unknown name, 4 server unreachable." + several,
-        ),
-    )(versions)
-    app.command(
-        short_help="Re-hash a version against its manifest (exit 3: it changed).",
-        epilog=epilog(
-            [
-                ("netroot verify raspbian", "its current version"),
-                ("netroot verify raspbian@3f2a9c0d1e4b5a6f", ""),
-            ],
-            "0 tree matches, 3 paths differ (the hint names the command that puts it back: "
-            "netroot export SOURCE --name NAME --repair), 2 unknown version, 4 server "
-            "unreachable." + several,
-        ),
-    )(verify)
-    app.command(
-        short_help="Remove old versions (never current, nor one a board needs).",
-        epilog=epilog(
-            [
-                ("netroot prune raspbian --keep 3", ""),
-                ("netroot prune raspbian --keep 3 --dry-run", "what it would remove, and why not"),
-            ],
-            "0 ok, 1 failed, 2 bad input or unknown name, 6 an export or prune of that name "
-            "runs (named)." + several,
-        ),
-    )(prune)

@@ -11,6 +11,6 @@ by netroot.bundle.server_program (the loader, the modules it carries, its entry 
 helpers are sent in the ssh command line at each use; the exports checker and the TFTP tree
 tool are installed by the server role from the same text, committed as
 playbooks/roles/netroot_nfs_server/files/netroot-nfs-check and netroot-tftp.
-tests/unit/core/test_remote.py proves the import rule for every program (and for the QPU
+tests/unit/remote/test_programs.py proves the import rule for every program (and for the QPU
 program netroot.bundle sends to the board) and that the committed files are today's.
 """

@@ -1,7 +1,7 @@
 """The server side of a netboot switch: a JSON request in, the tree planned and applied under a
 lock, `changed:` lines out; --check writes nothing. It runs on the NFS server as the one file the
 server role ships (playbooks/roles/netroot_nfs_server/files/netroot-tftp, made by
-netroot.bundle; tests/unit/core/test_remote.py proves it is today's)."""
+netroot.bundle; tests/unit/remote/test_programs.py proves it is today's)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from typing import Any
 from netroot.errors import Exit
 from netroot.provision.events import Summary, summarize
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def _events(name: str) -> list[dict[str, Any]]:

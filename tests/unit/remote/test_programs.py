@@ -131,7 +131,7 @@ def test_every_server_side_module_is_in_a_server_program() -> None:
 def test_the_role_ships_the_program_bundle_makes_today(name: str) -> None:
     """The role's copy is server_program's text byte for byte (what the ssh transport sends
     for a helper). After a change to a module it carries, rewrite it with
-    `NETROOT_UPDATE_GOLDEN=1 .venv/bin/pytest tests/unit/core/test_remote.py` and commit it."""
+    `NETROOT_UPDATE_GOLDEN=1 .venv/bin/pytest tests/unit/remote/test_programs.py` and commit it."""
     text = bundle.server_program(bundle.ROLE_PROGRAMS[name])
     shipped = ROLE_FILES / name
     if os.environ.get("NETROOT_UPDATE_GOLDEN"):

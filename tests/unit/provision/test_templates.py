@@ -17,7 +17,7 @@ from netroot.paths import project_file
 from netroot.remote.nfs_check import BEGIN, END, check_exports, check_ganesha
 from netroot.templating import BOARD_ROLE, Renderer, TemplateProblem
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1]  # tests/unit: its golden/ and fixtures/
 GOLDEN = HERE / "golden"
 INVENTORY = HERE / "fixtures" / "provision_inventory.yml"
 TEMPLATES = project_file("templates")

@@ -16,7 +16,7 @@ from netroot.provision.plan import RunPlan, build
 from netroot.provision.service import provision
 from netroot.templating import TemplateProblem
 
-INVENTORY = Path(__file__).parent / "fixtures" / "provision_inventory.yml"
+INVENTORY = Path(__file__).parents[1] / "fixtures" / "provision_inventory.yml"
 V = "0123456789ab"
 
 
@@ -38,7 +38,7 @@ def test_the_vault_password_that_decrypted_the_inventory_reaches_the_run(
 ) -> None:
     """The run points ANSIBLE_CONFIG at netroot's own ansible.cfg: a vault_password_file from
     the user's ansible.cfg would not reach ansible-playbook unless passed on its command line."""
-    vault = Path(__file__).parent / "fixtures" / "inventories" / "vault"
+    vault = Path(__file__).parents[1] / "fixtures" / "inventories" / "vault"
     secret = str(vault / "vault-password.txt")
     monkeypatch.setenv("ANSIBLE_VAULT_PASSWORD_FILE", secret)
     plan = build(load(vault / "hosts.yml"), ["nfs_servers"], check=True)

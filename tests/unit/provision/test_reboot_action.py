@@ -13,7 +13,7 @@ from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.action.reboot import TimedOutException
 
 PLUGIN = (
-    Path(__file__).resolve().parents[2]
+    Path(__file__).resolve().parents[3]
     / "playbooks/roles/netroot_board/action_plugins/netroot_reboot.py"
 )
 

@@ -12,7 +12,7 @@ import pytest
 from netroot.inventory import load
 from netroot.templating import Renderer
 
-INVENTORY = Path(__file__).parent / "fixtures" / "provision_inventory.yml"
+INVENTORY = Path(__file__).parents[1] / "fixtures" / "provision_inventory.yml"
 STOCK = """\
 # Enable audio (loads snd_bcm2835)
 dtparam=audio=on
