@@ -79,7 +79,8 @@ class Control:
 
     def json(self, *args: str) -> Any:
         done = self.run(*args, "--json")
-        assert done.returncode in (0, 1), done.stderr
+        # 4: the lab's boards are not there (status still prints its data).
+        assert done.returncode in (0, 1, 4), done.stderr
         return json.loads(done.stdout)
 
     def hold(self, assign: str) -> subprocess.Popen[str]:
@@ -201,12 +202,12 @@ def test_a_killed_control_host_frees_the_lock(lab: Lab, tars: list[Path]) -> Non
     holder.wait()
     deadline = time.monotonic() + 60
     while True:
-        done = lab.b.run("rollback", "pi-01", "--to", "nosuch", "--yes")
+        done = lab.b.run("rollback", "pi-01", "--to", "0123456789ab", "--yes")
         if done.returncode != 6 or time.monotonic() > deadline:
             break
         time.sleep(1)
     # Past the lock: refused for the version instead (exit 2), nothing recorded by A.
-    assert done.returncode == 2 and "has no version nosuch" in done.stderr, done.stderr
+    assert done.returncode == 2 and "has no version 0123456789ab" in done.stderr, done.stderr
     assert not (lab.root / STATE_NAME).exists()
 
 
@@ -240,6 +241,6 @@ def test_plans_and_reads_write_nothing_on_the_server(lab: Lab, tars: list[Path])
     assert plan.returncode == 0, plan.stderr
     assert json.loads(plan.stdout)["dry_run"]
     for args in (["status"], ["versions", "img"], ["verify", "img"]):
-        assert lab.b.run(*args).returncode in (0, 1)
+        assert lab.b.run(*args).returncode in (0, 1, 4)  # 4: no board is there to read
     assert _snapshot(lab.root) == before
     assert not lab.lib.exists()  # the helpers are sent in the command line: nothing installed
