@@ -26,6 +26,24 @@ def test_a_real_v41_read_names_each_operation_by_the_kernels_number() -> None:
     assert not any(k.startswith("v3.") for k in c.ops)  # no proc3 line: no v3 mount yet
 
 
+def test_a_real_read_with_v3_and_v41_mounts_keeps_them_apart() -> None:
+    # the board after bench_nfs_profile and a busybox mount (a netboot board's initramfs)
+    c = parse((FIXTURES / "pi-01-v3-and-v41-after-bench.txt").read_text())
+    assert c.calls == 48407
+    # RFC 1813's order: null getattr setattr lookup access readlink read ...
+    assert [c.ops[f"v3.{op}"] for op in ("getattr", "lookup", "access", "readlink", "read")] == [
+        1749,
+        2356,
+        1864,
+        121,
+        2552,
+    ]
+    assert c.ops["v3.readdirplus"] == 192 and c.ops["v3.commit"] == 0
+    assert c.ops["v4.open_noattr"] == 10756 and c.ops["v4.lookup"] == 2598
+    # the rpc line counts a few calls no procN line does (5 here): `calls` is the whole cost
+    assert c.calls - sum(c.ops.values()) == 5
+
+
 def test_the_difference_of_two_reads_is_what_happened_between_them() -> None:
     before = parse(AFTER_ROLLOUT)
     later = AFTER_ROLLOUT.replace("rpc 1137 0 1137", "rpc 1142 1 1142").replace(
