@@ -88,7 +88,11 @@ def check_board_vars(inventory: Inventory, board: str) -> None:
         raise _bad(
             inventory, board, "netroot_board_layer", v["netroot_board_layer"], " or ".join(LAYERS)
         )
-    for key in ("netroot_board_nfs_options", "netroot_board_nfs_extra_options"):
+    for key in (
+        "netroot_board_nfs_options",
+        "netroot_board_nfs_extra_options",
+        "netroot_board_nfs_version_profile",
+    ):
         value = v.get(key, "")
         if not isinstance(value, str) or any(c.isspace() for c in value):
             raise _bad(inventory, board, key, value, "comma-separated mount options, no spaces")

@@ -86,6 +86,8 @@ def test_diskless_board_boots_its_version_and_smokes_green(lab: LabHandle, inv: 
     assert _ssh(lab, inv, "findmnt -n -o FSTYPE /") == "overlay"
     version_mount = _ssh(lab, inv, "findmnt -n -o FSTYPE,OPTIONS /run/netroot/version").split()
     assert version_mount[0] == "nfs" and "ro" in version_mount[1].split(","), version_mount
+    # the root is the immutable version: no close-to-open, attributes cached (cmdline.txt.j2)
+    assert {"nocto", "acregmin=86400"} <= set(version_mount[1].split(",")), version_mount
     assert f"/versions/{version}" in _ssh(lab, inv, "cat /proc/cmdline")
     proc = netroot(inv, "smoke", BOARD, "--qpu", "skip", "--json")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

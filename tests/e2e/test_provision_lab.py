@@ -164,6 +164,19 @@ def test_each_chroot_shows_the_exported_versions_manifest(plab: Lab) -> None:
         assert plab.ssh(board, "netroot-chroot /bin/cat /etc/machine-id").stdout == own_id
 
 
+def test_the_version_is_mounted_immutable_and_the_export_is_not(plab: Lab) -> None:
+    # The version's own mount (under the export's) skips close-to-open and caches attributes
+    # for a day; the export root above it, whose versions/ and `current` change, keeps both.
+    for board in BOARDS:
+        lines = plab.ssh(board, "findmnt -rn -o TARGET,FSTYPE,OPTIONS").stdout.splitlines()
+        opts = {t: o.split(",") for t, f, o in (x.split(" ", 2) for x in lines) if "nfs" in f}
+        version = opts[f"/run/netroot/shared/versions/{plab.version}"]
+        export = opts["/run/netroot/shared"]
+        assert "ro" in version and "nocto" in version and "acregmin=86400" in version, version
+        assert "ro" in export and "nocto" not in export, export
+        assert not any(o.startswith("acregmin") for o in export), export
+
+
 def test_second_provision_changes_nothing(plab: Lab) -> None:
     t0 = time.monotonic()
     proc = _netroot("provision", "--all", "--json", inventory=plab.inventory)

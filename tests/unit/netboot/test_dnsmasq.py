@@ -61,7 +61,8 @@ def test_cmdline_is_the_board_roles_template(inventory: Inventory) -> None:
     words = line.split()
     assert "root=/dev/nfs" in words and "ro" in words and "netroot.overlay=tmpfs" in words
     assert ("nfsroot=10.88.0.1:/srv/netroot/raspbian/versions/0123456789abcdef,vers=3,tcp,"
-            "nolock,hard,timeo=600,retrans=2") in words  # fmt: skip
+            "nolock,hard,timeo=600,retrans=2,"
+            "nocto,actimeo=86400,lookupcache=all") in words  # fmt: skip
     assert "systemd.hostname=pi-01" in words
     machine = next(w for w in words if w.startswith("systemd.machine_id="))
     assert len(machine.split("=")[1]) == 32  # 128-bit hex, as systemd wants it

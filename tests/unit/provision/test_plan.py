@@ -89,6 +89,7 @@ def _bad_inventory(tmp_path: Path, **board_vars: Any) -> Path:
         ({"netroot_board_nfs_version": "5"}, "netroot_board_nfs_version"),
         ({"netroot_board_layer": "nfs"}, "netroot_board_layer"),
         ({"netroot_board_nfs_extra_options": "rw"}, "netroot_board_nfs_extra_options"),
+        ({"netroot_board_nfs_version_profile": "nocto,rw"}, "netroot_board_nfs_version_profile"),
         ({"netroot_board_mount_retries": 0}, "netroot_board_mount_retries"),
     ],
 )

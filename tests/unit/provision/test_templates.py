@@ -143,7 +143,8 @@ def test_missing_variable_in_an_imported_template_names_that_template() -> None:
 def test_inventory_override_wins_over_role_default() -> None:
     text = dict(_render_all())["pi-03__netroot-mount"]
     assert "OPTIONS=vers=4.1,proto=tcp,hard,timeo=600,retrans=2" in text
-    assert text.count(",noatime,nconnect=2,ro") == 1
+    # once for the export's mount, once for the version's (which adds the profile after it)
+    assert text.count(",noatime,nconnect=2,ro") == 2
     v3 = dict(_render_all())["pi-02__netroot-mount"]
     assert "vers=3," in v3 and ",nolock," in v3 and "LAYER=tmpfs" in v3
 
@@ -174,3 +175,41 @@ def test_every_file_the_board_script_puts_carries_the_digest_of_what_it_writes()
             _, path, mode, data, digest = words[:5]
             assert hashlib.sha256(base64.b64decode(data)).hexdigest() == digest, path
             assert mode in ("644", "755") and path in managed, path
+
+
+def _option_line(text: str, name: str) -> list[str]:
+    return (
+        next(line for line in text.splitlines() if line.startswith(f"{name}="))
+        .split("=", 1)[1]
+        .split(",")
+    )
+
+
+def test_only_the_version_mount_gets_the_immutable_profile() -> None:
+    files = _render_all()
+    profile = ["nocto", "actimeo=86400", "lookupcache=all"]
+    for board in ("pi-01", "pi-02", "pi-03"):  # v4.1, v3, options overridden
+        text = files[f"{board}__netroot-mount"]
+        export, version = _option_line(text, "OPTIONS"), _option_line(text, "VERSION_OPTIONS")
+        assert version == export + profile, board
+        assert "nocto" not in export and not any(o.startswith("ac") for o in export), board
+        # the version's own mount, over the export's versions/<id>, before the overlay uses it
+        assert 'nfs_mount "$EXPORT/versions/$version" "$lower" "$VERSION_OPTIONS"' in text
+    cmdline = files["pi-04__cmdline.txt"]
+    nfsroot = next(w for w in cmdline.split() if w.startswith("nfsroot="))
+    assert nfsroot.split(",")[1:] == [
+        *["vers=3", "tcp", "nolock", "hard", "timeo=600", "retrans=2"],
+        *profile,
+    ]
+
+
+def test_an_empty_profile_mounts_the_version_as_the_export() -> None:
+    renderer = Renderer(load(INVENTORY), extra_vars={"netroot_board_nfs_version_profile": ""})
+    for board, version in (("pi-01", None), ("pi-04", "fedcba9876543210")):
+        texts = {r.template: r.text for r in renderer.render_board(board, version)}
+        if "netroot-mount.j2" in texts:
+            text = texts["netroot-mount.j2"]
+            assert _option_line(text, "VERSION_OPTIONS") == _option_line(text, "OPTIONS")
+        else:
+            assert "nocto" not in texts["cmdline.txt.j2"]
+            assert ",retrans=2 ro " in texts["cmdline.txt.j2"]

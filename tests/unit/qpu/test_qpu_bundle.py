@@ -29,7 +29,8 @@ def _has_torch() -> bool:
     return subprocess.run(probe, capture_output=True, timeout=120, check=False).returncode == 0
 
 
-# S12-S14 follow S0-S11: with Debian's python3-torch on this machine (.ci/setup) they run.
+# S12-S14 follow S0-S11: with Debian's python3-torch on this machine (.ci/setup --test, which
+# .ci/test runs) they run.
 TORCH = _has_torch()
 
 

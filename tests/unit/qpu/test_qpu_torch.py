@@ -1,8 +1,8 @@
 """netroot's torch operators on the emulator against torch's CPU results.
 
 The board-side module runs under /usr/bin/python3, which has Debian's python3-torch (amd64
-1.13.1, the version the board's arm64 package is; .ci/setup installs it): the venv has no torch.
-Every result here is EMULATED: the kernels' words ran on netroot's emulator, not on a GPU.
+1.13.1, the version the board's arm64 package is; .ci/setup --test installs it): the venv has no
+torch. Every result here is EMULATED: the kernels' words ran on netroot's emulator, not on a GPU.
 """
 
 from __future__ import annotations
