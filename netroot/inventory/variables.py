@@ -93,6 +93,9 @@ netroot_board_version_overrides | board-role | netroot_version_overrides | Board
 netroot_board_nfs_version | board-role | 4.1 | NFS version of the board's mount ("3" adds
     nolock).
 netroot_board_nfs_options | board-role | - | Replaces the whole NFS mount option string.
+netroot_board_nfs_version_profile | board-role | nocto,actimeo=86400,lookupcache=all | Options
+    added to a version's own mount (immutable: attributes and lookups cached, no close-to-open);
+    "" turns them off.
 netroot_board_nfs_extra_options | board-role | - | Appended to the NFS mount options.
 netroot_board_layer | board-role | disk | The writable layer over the version: disk or tmpfs.
 netroot_board_mount_retries | board-role | 10 | Boot-time mount tries.
