@@ -147,21 +147,3 @@ def verify(
             Exit.CHECKS,
         )
     _fail_if_any(found.failed, f"verifying {name}")
-
-
-def prune(
-    app: AppContext, servers: list[NfsServer], name: str, keep: int, protected: set[str],
-    as_json: bool,
-) -> None:  # fmt: skip
-    """Prune NAME on every server (each keeps its current and every protected version)."""
-    from netroot.export.onservers import each, prune_on
-
-    found = each(servers, lambda s: prune_on(s, name, keep, protected))
-    if as_json:
-        app.out.json({"name": name, "removed": found.answers,
-                      "failed": {s: e.message for s, e in found.failed.items()}})  # fmt: skip
-    else:
-        for server, removed in found.answers.items():
-            listed = (": " + ", ".join(removed)) if removed else ""
-            app.out.info(f"{server}: removed {len(removed)} versions{listed}")
-    _fail_if_any(found.failed, f"pruning {name}")

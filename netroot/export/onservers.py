@@ -77,11 +77,6 @@ def verify_on(server: NfsServer, name: str, vid: str | None) -> Verified:
     return Verified(manifest.version, manifest.files, manifest.tree_hash, differences)
 
 
-def prune_on(server: NfsServer, name: str, keep: int, protected: set[str]) -> list[str]:
-    """All but the newest `keep` versions of NAME on a server, never current nor protected."""
-    return prune_plan_on(server, name, keep, protected).remove
-
-
 def prune_plan_on(
     server: NfsServer,
     name: str,

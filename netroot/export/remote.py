@@ -146,18 +146,6 @@ def versions_remote(server: NfsServer, name: str) -> tuple[str | None, list[Mani
     return reply["current"], found
 
 
-def prune_remote(
-    server: NfsServer,
-    name: str,
-    keep: int,
-    protected: Mapping[str, Sequence[str]] | set[str],
-    *,
-    dry_run: bool = False,
-) -> list[str]:
-    """All but the newest `keep` versions on the server, never current nor a protected one."""
-    return prune_plan_remote(server, name, keep, protected, dry_run=dry_run).remove
-
-
 def prune_plan_remote(
     server: NfsServer,
     name: str,

@@ -325,18 +325,6 @@ def verify(root: Path, name: str, vid: str | None = None) -> tuple[Manifest, lis
     return manifest, differences
 
 
-def prune(
-    root: Path,
-    name: str,
-    keep: int,
-    protected: Mapping[str, Sequence[str]] | set[str],
-    *,
-    dry_run: bool = False,
-) -> list[str]:
-    """Remove all but the newest `keep` versions; never `current` nor a protected id."""
-    return prune_plan(root, name, keep, protected, dry_run=dry_run).remove
-
-
 def prune_plan(
     root: Path,
     name: str,

@@ -51,7 +51,7 @@ def test_a_2000_deep_tree_exports_verifies_and_prunes(short: Path) -> None:
     assert deep.manifest.entries[bottom].size == 4
     assert service.verify(root, "img")[1] == []
     export_file(write_tar(tmp_path / "good.tar", GOOD), root)
-    assert service.prune(root, "img", 1, set()) == [deep.manifest.version]
+    assert service.prune_plan(root, "img", 1, set()).remove == [deep.manifest.version]
     assert not Layout(root, "img").version_dir(deep.manifest.version).exists()
     again = export_file(tmp_path / "deep.tar", root)  # pruned, so exported anew
     assert not again.noop and service.verify(root, "img")[1] == []

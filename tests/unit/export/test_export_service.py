@@ -192,7 +192,7 @@ def test_prune_keeps_current_and_protected(tmp_path: Path) -> None:
         for i in range(4)
     ]
     service.switch_current(Layout(tmp_path / "root", "img"), ids[0])
-    removed = service.prune(tmp_path / "root", "img", 1, protected={ids[1]})
+    removed = service.prune_plan(tmp_path / "root", "img", 1, {ids[1]}).remove
     assert removed == [ids[2]]
     left = [m.version for m in service.list_versions(Layout(tmp_path / "root", "img"))]
     assert left == [ids[0], ids[1], ids[3]]
