@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
 
-from netroot.cli.context import JSON_OPTION, epilog, get
+from netroot.cli.context import JSON_OPTION, AppContext, epilog, get
 from netroot.errors import Exit, worst
+
+if TYPE_CHECKING:  # --help imports none of them
+    from netroot.fleet.state import State
+    from netroot.fleet.status import BoardStatus
+    from netroot.inventory import Board, Inventory
 
 
 def _ago(ts: float | None) -> str:
@@ -29,27 +34,45 @@ def _servers(inv: Any, boards: list[Any], down: dict[str, str]) -> dict[str, Any
     }  # fmt: skip
 
 
+class Seen(NamedTuple):
+    """What `status` (and `metrics`) read: the boards, the recorded state, the servers that
+    could not be read (server -> why), and each board's row."""
+
+    inventory: Inventory
+    boards: list[Board]
+    state: State
+    down: dict[str, str]
+    rows: list[BoardStatus]
+
+
+def read_status(app: AppContext, targets: list[str] | None) -> Seen:
+    """Read the fleet's state and observe every board (one SSH round trip each), then compare
+    with the state and the rule. Read-only: never waits for, nor takes, the writer's lock."""
+    from netroot.fleet import events as log
+    from netroot.fleet.probe import observe_all
+    from netroot.fleet.remote import open_fleet
+    from netroot.fleet.status import board_status
+
+    fleet = open_fleet(app.inventory())
+    inv = fleet.inventory
+    boards = inv.resolve(targets) if targets else list(inv.boards.values())
+    state = fleet.load()
+    down: dict[str, str] = {}  # a server that is down: its boards' drift says so
+    wanted = fleet.desired(boards, state, down)
+    last = log.last_by_board(log.parse(fleet.store.read_events()))
+    rows = board_status(boards, state, observe_all(boards), wanted, down, last)
+    return Seen(inv, boards, state, down, rows)
+
+
 def status(
     ctx: typer.Context,
     targets: list[str] | None = typer.Argument(None, help="Boards or groups (default: all)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """What each board runs vs. what it should run (read-only)."""
-    from netroot.fleet import events as log
-    from netroot.fleet.probe import observe_all
-    from netroot.fleet.remote import open_fleet
-    from netroot.fleet.status import board_status
-
     app = get(ctx)
-    fleet = open_fleet(app.inventory())
-    inv = fleet.inventory
-    boards = inv.resolve(targets) if targets else list(inv.boards.values())
-    state = fleet.load()  # read-only: status never waits for, nor takes, the writer's lock
-    # Observe every board (one SSH round trip each), then compare with the state and the rule.
-    down: dict[str, str] = {}  # a server that is down: its boards' drift says so
-    wanted = fleet.desired(boards, state, down)
-    last = log.last_by_board(log.parse(fleet.store.read_events()))
-    rows = board_status(boards, state, observe_all(boards), wanted, down, last)
+    seen = read_status(app, targets)
+    inv, boards, down, rows = seen.inventory, seen.boards, seen.down, seen.rows
     several = len(inv.servers) > 1  # one server: the table as it always was
     if as_json:
         app.out.json(

@@ -105,25 +105,15 @@ def metrics(
     DIR/netroot.prom atomically (node_exporter --collector.textfile.directory=DIR); run it from
     cron or a systemd timer.
     """
-    from netroot.fleet import events as log
+    from netroot.cli.status_cmd import read_status
     from netroot.fleet.metrics import TEXTFILE_NAME, render
-    from netroot.fleet.probe import observe_all
-    from netroot.fleet.remote import open_fleet
-    from netroot.fleet.status import board_status
     from netroot.fsutil import atomic_write
 
     app = get(ctx)
-    fleet = open_fleet(app.inventory())
-    inv = fleet.inventory
-    boards = inv.resolve(targets) if targets else list(inv.boards.values())
     if textfile is not None and not textfile.is_dir():
         raise UsageError(f"--textfile {textfile}: not a directory", "create it, or name another")
-    state = fleet.load()
-    down: dict[str, str] = {}
-    wanted = fleet.desired(boards, state, down)
-    last = log.last_by_board(log.parse(fleet.store.read_events()))
-    rows = board_status(boards, state, observe_all(boards), wanted, down, last)
-    text = render(rows, state)
+    seen = read_status(app, targets)
+    text = render(seen.rows, seen.state)
     if textfile is not None:
         atomic_write(textfile / TEXTFILE_NAME, text, mode=0o644)
     typer.echo(text, nl=False)
