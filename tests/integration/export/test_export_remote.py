@@ -464,7 +464,7 @@ def test_flipped_byte_on_the_server_verify_repair_verify(
     command repairs the server's copy in place (only the damaged paths cross), verify passes."""
     import shlex
 
-    from tests.integration.export.test_export_repair import flip
+    from tests.unit.export.test_export_repair import flip
 
     vid = _ok(remote.export(fidelity_tar))["version"]
     damaged = remote.root / "img" / "versions" / vid / "opt" / "random.bin"

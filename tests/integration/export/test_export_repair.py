@@ -12,19 +12,9 @@ import pytest
 
 from tests.integration.export import dockerkit
 from tests.integration.export.test_export_docker import export_json, netroot
+from tests.unit.export.test_export_repair import flip
 
 pytestmark = pytest.mark.integration
-
-
-def flip(path: Path, offset: int) -> None:
-    """One byte changed in place, its time put back: what a disk's fault looks like."""
-    st = os.lstat(path)
-    with open(path, "r+b") as f:
-        f.seek(offset)
-        byte = f.read(1)
-        f.seek(offset)
-        f.write(bytes([byte[0] ^ 0x01]))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
 def test_flipped_byte_verify_repair_verify(

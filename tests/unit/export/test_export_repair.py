@@ -33,7 +33,7 @@ ROOTFS = [
 ]
 
 
-def _flip(path: Path, offset: int) -> None:
+def flip(path: Path, offset: int) -> None:
     """One byte changed in place, the file's time put back (a disk's fault, not a write)."""
     st = os.lstat(path)
     with open(path, "r+b") as f:
@@ -45,7 +45,7 @@ def _flip(path: Path, offset: int) -> None:
 
 
 def _damage(version: Path) -> None:
-    _flip(version / "bin/tool", 1234)  # hard-linked: both names damaged
+    flip(version / "bin/tool", 1234)  # hard-linked: both names damaged
     os.chmod(version / "etc/os-release", 0o600)
     (version / "var/gone").unlink()
     (version / "var/extra").write_bytes(b"not in the manifest\n")
@@ -96,7 +96,7 @@ def test_a_good_copy_that_differs_is_refused_and_nothing_changes(tmp_path: Path)
     layout = Layout(tmp_path / "root", "rootfs")
     vid = export_archive(archive, layout.root, "rootfs").manifest.version
     version = layout.version_dir(vid)
-    _flip(version / "etc/os-release", 0)
+    flip(version / "etc/os-release", 0)
     manifest = Manifest.from_json(layout.manifest_path(vid).read_text())
     other = tmp_path / "other"
     export_archive(
