@@ -11,7 +11,8 @@ Prints:
   the boot mode (`netboot`, `boot_mode`, `_netboot(...)`, or a comparison with "netboot"/"sd"),
   outside BOOT_MODE_HOME (the lab's, about how many diskless machines it builds, apart);
 - long modules: netroot modules over MAX_LINES lines;
-- rooms without a tests/unit/<room>/ folder (the tests mirror the package).
+- rooms without a tests/unit/<room>/ folder (the tests mirror the package);
+- smoke stage files, NFS kind modules, `Fleet` classes, name clashes: see `kinds_figures`.
 
 Exit status 0 always: the figures are for reading.
 """
@@ -193,6 +194,7 @@ def measure(root: Path, narrow: bool = False) -> dict[str, Any]:
     return {
         "modules": len(known),
         "lines": sum(lengths.values()),
+        **kinds_figures(known),
         "folder_cycles": folder_cycles(graph),
         "mutual_folder_pairs": [list(p) for p in mutual_pairs(graph)],
         "adapter_importers_outside_allowed": adapter_importers,
@@ -208,6 +210,105 @@ def unmirrored_rooms(root: Path) -> list[str]:
     """The rooms (sub-packages of netroot) with no tests/unit/<room>/ folder of their tests."""
     rooms = sorted(d.name for d in (root / "netroot").iterdir() if (d / "__init__.py").is_file())
     return [r for r in rooms if not (root / "tests" / "unit" / r).is_dir()]
+
+
+# --- One meaning per name, one object per kind (issue 36) ------------------------------------
+# The smoke's path: the modules a smoke passes through, from the two commands that smoke to the
+# stages. A stage is "named" by a module that holds an identifier of it; the QPU stage is the
+# one to follow (its word is "qpu"), so the figure is the files a stage like it touches.
+SMOKE_PATH = (
+    "netroot.smoke",
+    "netroot.rollout",
+    "netroot.cli.smoke_cmd",
+    "netroot.cli.rollout_cmd",
+)
+STAGE_WORD = "qpu"
+# The commands' --qpu option itself (the parameter and its enum) is the stage's option, not
+# the stage: a stage without an option has none, so it does not count.
+OPTION_NAMES = ("qpu", "QpuMode")
+# The NFS server kinds, and the templates only one kind renders: a module holding one of these
+# strings decides something by kind. Their home (NFS_KIND_HOME) is where they belong; the lab
+# builds one server of a kind (a container or a VM), counted apart like its boot-mode branches.
+NFS_KIND_WORDS = ("kernel", "ganesha", "exports.j2", "ganesha.conf.j2", "netroot-ganesha.j2")
+NFS_KIND_HOME = "netroot.nfskind"
+LAB_SIDE = ("netroot.lab", "netroot.cli.lab_cmd")
+
+
+def _identifiers(tree: ast.AST) -> Iterator[str]:
+    """Every name the code spells: variables, attributes, arguments, keywords, defs, imports."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            yield node.id
+        elif isinstance(node, ast.Attribute):
+            yield node.attr
+        elif isinstance(node, ast.arg | ast.keyword) and node.arg:
+            yield node.arg
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield node.name
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module
+        elif isinstance(node, ast.alias):
+            yield node.asname or node.name
+
+
+def smoke_stage_files(known: dict[str, Path]) -> list[str]:
+    """Modules on the smoke's path that name the QPU stage (an identifier holding "qpu"; in
+    netroot.cli the --qpu option's own names aside): what a new stage like it touches."""
+    out = []
+    for name, path in known.items():
+        if not _under(name, SMOKE_PATH):
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        skip = OPTION_NAMES if name.startswith("netroot.cli.") else ()
+        if any(STAGE_WORD in i.lower() and i not in skip for i in _identifiers(tree)):
+            out.append(name)
+    return sorted(out)
+
+
+def nfs_kind_modules(known: dict[str, Path], lab: bool = False) -> list[str]:
+    """Modules holding an NFS server kind's name (or a template only one kind renders) as a
+    string, outside the kinds' home; lab=True: the lab's own, else every other one."""
+    out = []
+    for name, path in known.items():
+        if _under(name, (NFS_KIND_HOME,)) or _under(name, LAB_SIDE) != lab:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Constant) and node.value in NFS_KIND_WORDS:
+                out.append(name)
+                break
+    return sorted(out)
+
+
+def fleet_classes(known: dict[str, Path]) -> list[str]:
+    """Where a class called `Fleet` is defined (module:line)."""
+    return sorted(
+        f"{name}:{node.lineno}"
+        for name, path in known.items()
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.ClassDef) and node.name == "Fleet"
+    )
+
+
+def name_clashes(known: dict[str, Path]) -> dict[str, list[str]]:
+    """Module names used by more than one module (`service.py` five times; a module `remote.py`
+    beside the package `netroot.remote` counts too): basename -> the modules."""
+    by_name: dict[str, list[str]] = {}
+    for name in known:
+        last = name.rpartition(".")[2]
+        if last != "netroot":
+            by_name.setdefault(last, []).append(name)
+    return {k: sorted(v) for k, v in sorted(by_name.items()) if len(v) > 1}
+
+
+def kinds_figures(known: dict[str, Path]) -> dict[str, Any]:
+    """The figures of this section, for measure()."""
+    return {
+        "smoke_stage_files": smoke_stage_files(known),
+        "nfs_kind_modules": nfs_kind_modules(known),
+        "lab_nfs_kind_modules": nfs_kind_modules(known, lab=True),
+        "fleet_classes": fleet_classes(known),
+        "name_clashes": name_clashes(known),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
