@@ -23,7 +23,7 @@ from typing import Any
 import jinja2
 import yaml
 
-from netroot import bootmode
+from netroot import bootmode, nfskind
 from netroot.errors import UsageError
 from netroot.inventory import Inventory
 from netroot.paths import project_file
@@ -33,13 +33,6 @@ ANSIBLE_UUID_NAMESPACE = uuid.UUID("361E6D51-FAEC-444A-9079-341386DA8E2E")
 SERVER_ROLE = "netroot_nfs_server"
 BOARD_ROLE = "netroot_board"
 
-# What each kind of host gets rendered (the roles' template tasks): the exports first, then
-# the server's state script (run on every play; the rest is written only when needed).
-SERVER_STATE_TEMPLATE = "_nfs_server_state.sh.j2"
-SERVER_TEMPLATES = {
-    "kernel": ("exports.j2", SERVER_STATE_TEMPLATE),
-    "ganesha": ("ganesha.conf.j2", "netroot-ganesha.j2", SERVER_STATE_TEMPLATE),
-}
 # What the server role adds when a board netboots (tasks/netboot.yml).
 DNSMASQ_TEMPLATES = ("dnsmasq.conf.j2", "netroot-dnsmasq.j2")
 
@@ -208,8 +201,10 @@ class Renderer:
             "netroot_nfs_server_dnsmasq_boards": self.netboot_boards(server),
         }
         variables = self.variables(server, SERVER_ROLE, facts)
-        backend = str(variables.get("netroot_nfs_backend", "kernel"))
-        templates = SERVER_TEMPLATES.get(backend, ())
+        # What the server's NFS kind templates (netroot/nfskind.py): its exports first, then
+        # the server's state script (run on every play; the rest is written only when needed).
+        kind = _nfs_kind(variables)
+        templates = kind.templates if kind else ()
         if facts["netroot_nfs_server_dnsmasq_boards"]:
             templates = (*templates, *DNSMASQ_TEMPLATES)
         return [Rendered(server, t, self.render(t, server, variables)) for t in templates]
@@ -223,6 +218,12 @@ class Renderer:
             str(variables.get("netroot_board_boot", bootmode.DEFAULT))
         ).board_templates
         return [Rendered(board, t, self.render(t, board, variables)) for t in templates]
+
+
+def _nfs_kind(variables: Mapping[str, Any]) -> nfskind.NfsKind | None:
+    """The NFS server kind a server's variables name (extra vars win, as in the role); None
+    for a name no kind has (the inventory refuses it first)."""
+    return nfskind.KINDS.get(str(variables.get("netroot_nfs_backend", nfskind.DEFAULT)))
 
 
 def _template_frame(exc: BaseException, fallback: str) -> tuple[str, int | None]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from netroot import bootmode
+from netroot import bootmode, nfskind
 from netroot.bootmode import BootMode
 from netroot.errors import UsageError
 
@@ -17,7 +17,7 @@ NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 MAC_RE = re.compile(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
 VERSION_RE = re.compile(r"^[0-9a-f]{12,64}$")
 SERIAL_RE = re.compile(r"^[0-9a-f]{8}$")
-BACKENDS = ("kernel", "ganesha")
+BACKENDS = nfskind.NAMES
 BOOT_MODES = bootmode.NAMES
 # Boards of one server that reboot or switch at once, by default: its 1 GbE link carries about
 # 125 MB/s, a Pi 3B's 100 Mb/s port takes up to about 12 MB/s, so about ten boards booting or
@@ -95,6 +95,11 @@ class NfsServer:
     # netroot_server_reboot_batch: at most this many of its boards reboot or switch at once.
     reboot_batch: int = 10
     home: bool = False  # netroot_fleet_home: the fleet state and the writer's lock live here
+
+    @property
+    def kind(self) -> nfskind.NfsKind:
+        """Which NFS server it runs (netroot/nfskind.py): asked, never branched on by name."""
+        return nfskind.of(self.backend)
 
     @property
     def name(self) -> str:
@@ -258,7 +263,7 @@ def _server(host: Host, path: Path) -> NfsServer:
     root = host.vars.get("netroot_export_root", "/srv/netroot")
     if not _absolute(root):
         raise _field(host, "netroot_export_root", "an absolute path", root, path)
-    backend = host.vars.get("netroot_nfs_backend", "kernel")
+    backend = host.vars.get("netroot_nfs_backend", nfskind.DEFAULT)
     if backend not in BACKENDS:
         raise _field(host, "netroot_nfs_backend", " or ".join(BACKENDS), backend, path)
     tftp_root = host.vars.get("netroot_tftp_root", "/srv/netroot-tftp")

@@ -21,7 +21,6 @@ from netroot.errors import Exit
 from netroot.inventory import Inventory
 from netroot.provision.events import Summary
 from netroot.provision.plan import PlanOptions, RunPlan, build
-from netroot.remote import nfs_check
 from netroot.templating import Renderer, TemplateProblem
 
 EventHandler = Callable[[Mapping[str, Any], Summary], None]
@@ -61,15 +60,9 @@ def preflight(plan: RunPlan, inventory: Inventory) -> Renderer:
     renderer = Renderer(inventory, plan.extravars)
     overrides = plan.extravars.get("netroot_version_overrides", {})
     for server in plan.servers:
+        kind = inventory.servers[server].kind
         for rendered in renderer.render_server(server):
-            checker = {
-                "exports.j2": nfs_check.check_exports,
-                "ganesha.conf.j2": nfs_check.check_ganesha,
-            }.get(rendered.template)
-            if checker is None:
-                continue
-            block = f"{nfs_check.BEGIN}\n{rendered.text}{nfs_check.END}\n"
-            problems = checker(block)
+            problems = kind.check_rendered(rendered.template, rendered.text)
             if problems:
                 first = problems[0]
                 why = f"rendered line {first.line - 1} fails the exports check: {first.message}"
