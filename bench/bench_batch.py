@@ -49,7 +49,7 @@ from typing import Any
 from bench.bench_servers import _fresh_image
 from netroot import paths
 from netroot.inventory import load
-from netroot.smoke.service import BUILTIN_CHECKS
+from netroot.smoke.stages import BUILTIN_CHECKS
 
 REPO = Path(__file__).resolve().parents[1]
 BEFORE_CHECKS = REPO / "bench" / "baseline" / "smoke_checks_before.py"
@@ -80,7 +80,7 @@ def _timed(cmd: list[str], env: dict[str, str], cwd: Path = REPO) -> tuple[float
 
 
 def _smoke_cmd(checks: Path, boards: list[str], counts: Path) -> list[str]:
-    """The pytest run `netroot smoke` makes (netroot/smoke/service.py), plus a counter."""
+    """The pytest run `netroot smoke` makes (netroot/smoke/stages.py), plus a counter."""
     return [
         sys.executable, "-m", "pytest", "-p", "netroot.smoke.plugin", "-p", "bench.bench_batch",
         "-p", "no:cacheprovider", "-q", "--capture=sys", "--netroot-workers",

@@ -29,7 +29,7 @@ from netroot import paths
 from netroot.adapters.ssh import Session
 from netroot.inventory import load
 from netroot.smoke import backend
-from netroot.smoke.service import BUILTIN_CHECKS
+from netroot.smoke.stages import BUILTIN_CHECKS
 from netroot.sshtarget import target_for
 
 

@@ -219,13 +219,14 @@ def unmirrored_rooms(root: Path) -> list[str]:
 SMOKE_PATH = (
     "netroot.smoke",
     "netroot.rollout",
+    "netroot.cli.context",
     "netroot.cli.smoke_cmd",
     "netroot.cli.rollout_cmd",
 )
 STAGE_WORD = "qpu"
-# The commands' --qpu option itself (the parameter and its enum) is the stage's option, not
-# the stage: a stage without an option has none, so it does not count.
-OPTION_NAMES = ("qpu", "QpuMode")
+# The stage's --qpu option (the commands' parameter, its enum, the setting that carries it to
+# the stage) is counted apart: a stage without an option of its own has none of these.
+OPTION_NAMES = ("qpu", "QpuMode", "qpu_mode")
 # The NFS server kinds, and the templates only one kind renders: a module holding one of these
 # strings decides something by kind. Their home (NFS_KIND_HOME) is where they belong; the lab
 # builds one server of a kind (a container or a VM), counted apart like its boot-mode branches.
@@ -251,16 +252,17 @@ def _identifiers(tree: ast.AST) -> Iterator[str]:
             yield node.asname or node.name
 
 
-def smoke_stage_files(known: dict[str, Path]) -> list[str]:
-    """Modules on the smoke's path that name the QPU stage (an identifier holding "qpu"; in
-    netroot.cli the --qpu option's own names aside): what a new stage like it touches."""
+def smoke_stage_files(known: dict[str, Path], option: bool = False) -> list[str]:
+    """Modules on the smoke's path that name the QPU stage (an identifier holding "qpu") other
+    than by its option: what a new stage without an option touches. option=True: the modules
+    that carry its --qpu option (what a new stage with an option touches as well)."""
     out = []
     for name, path in known.items():
         if not _under(name, SMOKE_PATH):
             continue
-        tree = ast.parse(path.read_text(), str(path))
-        skip = OPTION_NAMES if name.startswith("netroot.cli.") else ()
-        if any(STAGE_WORD in i.lower() and i not in skip for i in _identifiers(tree)):
+        names = [i for i in _identifiers(ast.parse(path.read_text(), str(path)))]
+        hits = [i for i in names if STAGE_WORD in i.lower() and (i in OPTION_NAMES) == option]
+        if hits:
             out.append(name)
     return sorted(out)
 
@@ -304,6 +306,7 @@ def kinds_figures(known: dict[str, Path]) -> dict[str, Any]:
     """The figures of this section, for measure()."""
     return {
         "smoke_stage_files": smoke_stage_files(known),
+        "smoke_option_files": smoke_stage_files(known, option=True),
         "nfs_kind_modules": nfs_kind_modules(known),
         "lab_nfs_kind_modules": nfs_kind_modules(known, lab=True),
         "fleet_classes": fleet_classes(known),

@@ -178,11 +178,13 @@ def rollout(
     from netroot.provision.service import check_become
     from netroot.rollout import runner
     from netroot.rollout.plan import Count
+    from netroot.smoke.stage import SmokeSettings
 
     app = get(ctx)
     fleet = open_fleet(app.inventory())
     batch_count = Count.parse(batch, "--batch")
     fail_count = Count.parse(max_fail, "--max-fail")
+    smoke = SmokeSettings(checks, qpu.value)
     targets = fleet.inventory.resolve([group])
     info, apply = open_source(source)
     name = name or name_for(source, info)
@@ -216,7 +218,7 @@ def rollout(
     app.on_interrupt = lambda: interrupted.switched(fleet, boards, planned.plan.to_version)
     with fleet.locked(_command_line(), break_lock=break_lock):
         outcome = runner.run(
-            fleet, planned, source, info, apply, name, qpu.value, checks, app.out.info,
+            fleet, planned, source, info, apply, name, smoke, app.out.info,
             become_checked=True,
         )  # fmt: skip
     result = outcome.result

@@ -54,8 +54,8 @@ def smoke(
     from netroot.fleet.remote import open_fleet
     from netroot.fleet.service import smoke_expectations
     from netroot.fsutil import atomic_write
-    from netroot.smoke.qpu import run_qpu
-    from netroot.smoke.service import run_smoke
+    from netroot.smoke.stage import SmokeSettings
+    from netroot.smoke.stages import run_smoke
 
     app = get(ctx)
     fleet = open_fleet(app.inventory())
@@ -63,15 +63,8 @@ def smoke(
     boards = inv.resolve(targets)
     expected = smoke_expectations(fleet.desired(boards, fleet.load()))
     app.out.info(f"smoking {', '.join(b.name for b in boards)} (qpu: {qpu.value})")
-    report = run_smoke(
-        inv,
-        boards,
-        checks_dir=checks,
-        qpu_mode=qpu.value,
-        expected=expected,
-        qpu_runner=run_qpu,
-        log=app.out.debug,
-    )
+    settings = SmokeSettings(checks_dir=checks, qpu_mode=qpu.value)
+    report = run_smoke(inv, boards, settings, expected=expected, log=app.out.debug)
     results = ((b.board, b.status, b.reachable) for b in report.boards)
     not_recorded = fleet.record_smoke_results("netroot " + shlex.join(sys.argv[1:]), results)
     if not_recorded:
@@ -84,8 +77,8 @@ def smoke(
         rows = [row for b in report.boards for row in b.table_rows()]
         app.out.table("smoke", ["board", "check", "status", "detail"], rows)
         for b in report.boards:
-            if b.qpu_summary.get("emulated"):
-                app.out.info(f"{b.board}: QPU stages ran on the EMULATOR; the GPU was not tested")
+            for note in b.notes:
+                app.out.info(f"{b.board}: {note}")
     raise typer.Exit(int(report.exit_code()))
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from netroot.fleet.outcome import Outcome, Result, from_smoke_status
 from netroot.inventory import Inventory
+from netroot.smoke.stage import SmokeSettings
 
 
 def on_down_servers(
@@ -55,8 +55,7 @@ class PastDownServers:
 @dataclass
 class AnsibleFleet:
     inventory: Inventory
-    qpu_mode: str = "auto"
-    checks_dir: Path | None = None
+    smoke_settings: SmokeSettings = field(default_factory=SmokeSettings)
     log: Callable[[str], None] = lambda _m: None
     smoke_reports: list[Any] = field(default_factory=list)
     runner: Any = None  # provision's runner (None: ansible-runner); tests replay recorded runs
@@ -141,16 +140,13 @@ class AnsibleFleet:
         return out
 
     def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Result]:
-        from netroot.smoke.qpu import run_qpu
-        from netroot.smoke.service import run_smoke
+        from netroot.smoke.stages import run_smoke
 
         report = run_smoke(
             self.inventory,
             self.inventory.resolve(list(boards)),
-            checks_dir=self.checks_dir,
-            qpu_mode=self.qpu_mode,
+            self.smoke_settings,
             expected={b: {"version": v} for b, v in versions.items()},
-            qpu_runner=run_qpu,
         )
         self.smoke_reports.append(report)
         out: dict[str, Result] = {}

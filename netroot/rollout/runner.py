@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from netroot.errors import UsageError
@@ -21,6 +20,7 @@ from netroot.fleet.service import Fleet
 from netroot.inventory import Board
 from netroot.rollout.engine import BoardResult, RolloutResult, run_rollback, run_rollout
 from netroot.rollout.plan import Count, Pacing, Plan, Step, defer, make_plan
+from netroot.smoke.stage import SmokeSettings
 
 Log = Callable[[str], None]
 Observe = Callable[[list[Board]], Mapping[str, Any]]  # board -> BoardFacts, None: unreachable
@@ -99,8 +99,7 @@ def run(
     info: SourceInfo,
     apply: Callable[[Any], Any],
     name: str,
-    qpu: str,
-    checks: Path | None,
+    smoke: SmokeSettings,
     log: Log,
     engine_fleet: Any = None,
     become_checked: bool = False,
@@ -127,7 +126,7 @@ def run(
         raise UsageError(f"{source} changed while planning", "run the rollout again")
     state.save()
     target = engine_fleet or AnsibleFleet(
-        fleet.inventory, qpu_mode=qpu, checks_dir=checks, log=log, become_checked=become_checked
+        fleet.inventory, smoke_settings=smoke, log=log, become_checked=become_checked
     )
     down = {s: f"the export to it failed: {e.message}" for s, e in exported.failed.items()}
     plan = planned.plan

@@ -1,31 +1,22 @@
-"""Run the QPU smoke program inside a board's chroot and turn its stages into checks."""
+"""The QPU stage of the smoke: the QPU program (S0-S14, torch's S12-S14 among them) inside each
+board's version, its stages turned into checks and its summary into the board's report."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
-from typing import Any, Protocol
+from typing import Any
 
+from netroot.errors import Exit, NetrootError, UsageError
 from netroot.inventory import Board
 from netroot.qpu import bootconfig
 from netroot.qpu.bundle import build_program
+from netroot.qpu.modes import MODES
 from netroot.qpu.report import QpuReport, ReportError, parse
-from netroot.smoke.facts import BoardResult
 from netroot.smoke.report import CheckResult
+from netroot.smoke.stage import BoardSession, Each, ReadyBoard, StageResult
 
 EMULATED_PREFIX = "EMULATED, the GPU was not tested: "
-
-
-class BoardSession(Protocol):
-    """What the QPU stage needs of its SSH session to the board (netroot.adapters.ssh.Session,
-    handed in by the smoke service): it reaches the board through nothing else."""
-
-    def run(
-        self, command: str, stdin: bytes | None = None, timeout: float | None = None
-    ) -> BoardResult: ...
-
-    def run_privileged(
-        self, command: str, stdin: bytes | None = None, timeout: float | None = None
-    ) -> BoardResult: ...
 
 
 def _label(prefix: str, message: str) -> str:
@@ -83,3 +74,44 @@ def run_qpu(
         ], {}
     summary = asdict(report.summary) | {"mode": report.mode, "emulated": report.emulated}
     return stage_checks(board.name, report), summary
+
+
+QpuRunner = Callable[[BoardSession, Board, str], tuple[list[CheckResult], dict[str, Any]]]
+
+
+class QpuStage:
+    """The QPU program on every board at once, one SSH run each (`--qpu MODE`: with "auto",
+    a board the inventory says has a QPU is smoked as "require")."""
+
+    @property
+    def idle(self) -> Mapping[str, Any]:
+        """A board the stage did not reach: nothing ran."""
+        return {"qpu_mode": "skip", "qpu": {}}
+
+    def __init__(self, mode: str = "auto", runner: QpuRunner = run_qpu) -> None:
+        if mode not in MODES:
+            raise UsageError(f"--qpu {mode!r}: expected one of {', '.join(MODES)}")
+        self.mode, self.runner = mode, runner
+
+    def run(self, boards: Sequence[ReadyBoard], each: Each) -> dict[str, StageResult]:
+        return each(self.run_on)
+
+    def run_on(self, ready: ReadyBoard) -> StageResult:
+        """The program on one board; its mode and summary become the report's qpu_mode, qpu."""
+        board = ready.board
+        mode = "require" if (self.mode == "auto" and board.qpu) else self.mode
+        if mode == "skip":
+            return StageResult(summary={"qpu_mode": mode, "qpu": {}})
+        try:
+            checks, summary = self.runner(ready.session, board, mode)
+        except NetrootError as exc:  # adapters.ssh.Unreachable, named by its exit code
+            if exc.code != Exit.UNREACHABLE:
+                raise
+            return StageResult(summary={"qpu_mode": mode, "qpu": {}}, unreachable=exc.message)
+        notes = ("QPU stages ran on the EMULATOR; the GPU was not tested",)
+        return StageResult(
+            checks,
+            {"qpu_mode": mode, "qpu": summary},
+            notes=notes if summary.get("emulated") else (),
+            collapse_skipped=True,
+        )

@@ -16,7 +16,7 @@ class CheckResult:
     status: str  # pass | fail | skip | warn
     message: str = ""
     seconds: float = 0.0
-    source: str = "builtin"  # builtin | user:<file> | qpu
+    source: str = "builtin"  # builtin | user:<file> | the stage's (qpu)
 
 
 @dataclass
@@ -25,8 +25,11 @@ class BoardReport:
     reachable: bool = True
     error: str = ""
     checks: list[CheckResult] = field(default_factory=list)
-    qpu_mode: str = "skip"
-    qpu_summary: dict[str, Any] = field(default_factory=dict)
+    # Each stage's summary: its fields in the board's JSON, in the stages' order.
+    summary: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # human lines for after the table
+    # Check sources whose checks, all skipped, the table shows as one row (stage.StageResult).
+    collapsed: set[str] = field(default_factory=set)
 
     @property
     def status(self) -> str:
@@ -37,18 +40,22 @@ class BoardReport:
         return "pass"
 
     def table_rows(self) -> list[list[str]]:
-        """Rows for the human table: one per check, except that QPU stages all skipped for a
-        board collapse into one row with the reason (JSON and JUnit keep every stage)."""
+        """Rows for the human table: one per check, except that a collapsing stage's checks
+        ("<source> <id> <title>") all skipped for a board show as one row with the reason
+        ("qpu S0-S11"; JSON and JUnit keep every check)."""
         rows: list[list[str]] = []
         if not self.reachable:
             rows.append([self.board, "reachable", "UNREACHABLE", self.error])
-        qpu = [c for c in self.checks if c.source == "qpu"]
-        collapse = len(qpu) > 1 and all(c.status == "skip" for c in qpu)
+        groups = {s: [c for c in self.checks if c.source == s] for s in self.collapsed}
+        collapse = {
+            s: g for s, g in groups.items() if len(g) > 1 and all(c.status == "skip" for c in g)
+        }
         for c in self.checks:
-            if collapse and c.source == "qpu":
-                if c is qpu[0]:
-                    stages = f"{c.check.split()[1]}-{qpu[-1].check.split()[1]}"
-                    rows.append([self.board, f"qpu {stages}", "SKIP", c.message])
+            group = collapse.get(c.source)
+            if group is not None:
+                if c is group[0]:
+                    ids = f"{c.check.split()[1]}-{group[-1].check.split()[1]}"
+                    rows.append([self.board, f"{c.check.split()[0]} {ids}", "SKIP", c.message])
                 continue
             rows.append([self.board, c.check, c.status.upper(), c.message])
         return rows
@@ -72,8 +79,7 @@ class SmokeReport:
                     "status": b.status,
                     "reachable": b.reachable,
                     "error": b.error,
-                    "qpu_mode": b.qpu_mode,
-                    "qpu": b.qpu_summary,
+                    **b.summary,
                     "checks": [asdict(c) for c in b.checks],
                 }
                 for b in self.boards

@@ -127,6 +127,7 @@ def rollout(
     from netroot.cli.source import open_source
     from netroot.rollout import runner
     from netroot.rollout.plan import Count
+    from netroot.smoke.stage import SmokeSettings
 
     info, apply = open_source(source)
     say: Any = log.append if log is not None else lambda _m: None
@@ -136,7 +137,7 @@ def rollout(
     )  # fmt: skip
     with fleet.locked("netroot rollout test"):
         return runner.run(
-            fleet, planned, source, info, apply, "raspbian", "skip", None, say,
+            fleet, planned, source, info, apply, "raspbian", SmokeSettings(qpu_mode="skip"), say,
             engine_fleet=boards,
         )  # fmt: skip
 

@@ -38,7 +38,7 @@ IO_MODULES = (
     # through the testinfra host and the BoardShell they are handed, are checked).
     "netroot.smoke.backend",
     "netroot.smoke.plugin",
-    "netroot.smoke.service",
+    "netroot.smoke.stages",
     "BOARD_PROGRAM",  # the QPU program, run on the board (above)
     # The one module of its room that reaches a host; the rest of the room is checked.
     "netroot.export.remote",  # a remote export: ssh + rsync through adapters.server

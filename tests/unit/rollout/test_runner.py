@@ -20,6 +20,7 @@ from netroot.inventory import Inventory
 from netroot.remote import lock
 from netroot.rollout import runner
 from netroot.rollout.plan import Count
+from netroot.smoke.stage import SmokeSettings
 from tests.unit.core.fleetkit import FakeBoards, inventory, snapshot
 from tests.unit.export.tarbuild import Spec, write_tar
 
@@ -56,8 +57,8 @@ def _rollout(
         return planned
     with lock.held(fleet.root, "netroot rollout test"):
         return runner.run(
-            fleet, planned, source, info, apply, "raspbian", "skip", None, lambda _m: None,
-            engine_fleet=boards,
+            fleet, planned, source, info, apply, "raspbian", SmokeSettings(qpu_mode="skip"),
+            lambda _m: None, engine_fleet=boards,
         )  # fmt: skip
 
 

@@ -52,14 +52,22 @@ def _qpu(board: str, statuses: list[str]) -> list[CheckResult]:
 
 def test_table_collapses_qpu_stages_all_skipped_for_the_same_board() -> None:
     builtin = CheckResult("pi-01", "test_python3_runs", "pass")
-    skipped = BoardReport("pi-01", checks=[builtin, *_qpu("pi-01", ["skip"] * 12)])
+    # As the QPU stage leaves a board's report: its checks collapse (stage.StageResult).
+    skipped = BoardReport(
+        "pi-01", checks=[builtin, *_qpu("pi-01", ["skip"] * 12)], collapsed={"qpu"}
+    )
     assert skipped.table_rows() == [
         ["pi-01", "test_python3_runs", "PASS", ""],
         ["pi-01", "qpu S0-S11", "SKIP", "no VideoCore IV on this board: no /dev/vcio"],
     ]
-    ran = BoardReport("pi-01", checks=_qpu("pi-01", ["pass"] * 2 + ["skip"] * 10))
+    ran = BoardReport(
+        "pi-01", checks=_qpu("pi-01", ["pass"] * 2 + ["skip"] * 10), collapsed={"qpu"}
+    )
     assert len(ran.table_rows()) == 12  # a stage that ran keeps every row
     down = BoardReport("pi-03", reachable=False, error="timed out")
     assert down.table_rows() == [["pi-03", "reachable", "UNREACHABLE", "timed out"]]
     whole = SmokeReport([skipped]).to_dict()["boards"][0]["checks"]
     assert len(whole) == 13  # JSON keeps every stage
+    # A stage that does not collapse (the testinfra checks) keeps every row, all skipped.
+    plain = BoardReport("pi-01", checks=_qpu("pi-01", ["skip"] * 12))
+    assert len(plain.table_rows()) == 12

@@ -1,4 +1,11 @@
-"""Run the smoke checks: testinfra inside each board's chroot (a pytest subprocess), then QPU."""
+"""The smoke's stages, in order, and the run over them: probe every board, then each stage on
+the boards that passed. The built-in stage (testinfra in each board's version, one pytest
+process for all boards) lives here; the others in their own modules (netroot.smoke.qpu).
+
+Adding a stage: its module (a class with `idle` and `run`, netroot/smoke/stage.py) and one
+entry in `stages()`. An option of its own also goes into `stage.SmokeSettings` and the command
+line.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -21,13 +28,21 @@ from netroot.adapters.ssh import (
 )
 from netroot.errors import UsageError
 from netroot.inventory import Board, Inventory
-from netroot.qpu.modes import MODES as QPU_MODES
+from netroot.smoke.qpu import QpuStage
 from netroot.smoke.report import BoardReport, CheckResult, SmokeReport
+from netroot.smoke.stage import Each, ReadyBoard, SmokeSettings, SmokeStage, StageResult
 from netroot.sshtarget import target_for
 
 BUILTIN_CHECKS = Path(__file__).resolve().parent / "checks" / "test_netroot_builtin.py"
+Log = Callable[[str], None]
 
-QpuRunner = Callable[[Session, Board, str], tuple[list[CheckResult], dict[str, Any]]]
+
+def stages(
+    settings: SmokeSettings, inv: Inventory, expected: Mapping[str, Mapping[str, Any]], log: Log
+) -> list[SmokeStage]:
+    """The smoke's stages, in the order they run (and their checks in each board's report)."""
+    qpu = QpuStage(settings.qpu_mode)  # first: a bad --qpu is named before a bad --checks
+    return [BoardChecks(inv, settings.checks_dir, expected, log), qpu]
 
 
 def _probe(board: Board, session: Session) -> BoardReport:
@@ -54,15 +69,41 @@ def _probe(board: Board, session: Session) -> BoardReport:
     return report
 
 
+class BoardChecks:
+    """The built-in checks and the user's (--checks) in each board's version: one pytest
+    process for all the boards, collected once, then one forked worker per board
+    (netroot/smoke/workers.py), so the boards run at the same time, each isolated."""
+
+    @property
+    def idle(self) -> Mapping[str, Any]:
+        return {}  # it adds checks only
+
+    def __init__(
+        self,
+        inv: Inventory,
+        checks_dir: Path | None,
+        expected: Mapping[str, Mapping[str, Any]],
+        log: Log,
+    ) -> None:
+        if checks_dir is not None and not checks_dir.is_dir():
+            raise UsageError(f"--checks {checks_dir}: not a directory of testinfra test files")
+        self.inv, self.checks_dir, self.expected, self.log = inv, checks_dir, expected, log
+
+    def run(self, boards: Sequence[ReadyBoard], each: Each) -> dict[str, StageResult]:
+        checked = _run_checks(
+            self.inv, [b.board for b in boards], self.checks_dir, dict(self.expected), self.log
+        )
+        return {name: StageResult(checks) for name, checks in checked.items()}
+
+
 def _run_checks(
     inv: Inventory,
     boards: list[Board],
     checks_dir: Path | None,
-    expected: dict[str, dict[str, Any]],
-    log: Callable[[str], None],
+    expected: dict[str, Any],
+    log: Log,
 ) -> dict[str, list[CheckResult]]:
-    """One pytest process for all `boards`: collected once, then one forked worker per board
-    (netroot/smoke/workers.py), so the boards run at the same time, each isolated."""
+    """One pytest process for all `boards`: their checks, by board name."""
     with tempfile.TemporaryDirectory(prefix="netroot-smoke-") as tmp:
         tmpdir = Path(tmp)
         (tmpdir / "expected.json").write_text(json.dumps(expected))
@@ -121,63 +162,39 @@ def _run_checks(
     return out
 
 
-def _run_qpu(
-    board: Board,
-    session: Session,
-    report: BoardReport,
-    qpu_mode: str,
-    qpu_runner: QpuRunner | None,
-) -> None:
-    mode = "require" if (qpu_mode == "auto" and board.qpu) else qpu_mode
-    report.qpu_mode = mode
-    if mode == "skip" or qpu_runner is None:
-        return
-    try:
-        checks, report.qpu_summary = qpu_runner(session, board, mode)
-        report.checks.extend(checks)
-    except Unreachable as exc:
-        report.reachable, report.error = False, exc.message
-
-
 def run_smoke(
     inv: Inventory,
     boards: list[Board],
+    settings: SmokeSettings = SmokeSettings(),
     *,
-    checks_dir: Path | None = None,
-    qpu_mode: str = "auto",
-    expected: dict[str, dict[str, Any]] | None = None,
-    qpu_runner: QpuRunner | None = None,
-    log: Callable[[str], None] = lambda _line: None,
+    expected: Mapping[str, Mapping[str, Any]] | None = None,
+    log: Log = lambda _line: None,
 ) -> SmokeReport:
     """Smoke every board in parallel; an unreachable board is reported, the others still run.
 
-    Each board is probed (reachable, root, provisioned), then the checks of every board that
-    passed run in one pytest process, then the QPU smoke test. With qpu_mode "auto", a board
-    the inventory says has a QPU is smoked as "require".
+    Each board is probed (reachable, root, provisioned), then every stage runs, in order, on
+    the boards that passed the probe and are still reachable.
     """
-    if qpu_mode not in QPU_MODES:
-        raise UsageError(f"--qpu {qpu_mode!r}: expected one of {', '.join(QPU_MODES)}")
-    if checks_dir is not None and not checks_dir.is_dir():
-        raise UsageError(f"--checks {checks_dir}: not a directory of testinfra test files")
+    order = stages(settings, inv, expected or {}, log)
     if not boards:
         return SmokeReport([])
-    # One SSH connection per board for the probe and the QPU program (a new connection costs
-    # a key exchange and a login on the board); the checks run in their own process.
+    # One SSH connection per board for the probe and the stages that use a session (a new
+    # connection costs a key exchange and a login on the board); testinfra has its own.
     sessions = {b.name: Session(target_for(b.host)) for b in boards}
     pool = ThreadPoolExecutor(max_workers=max(1, min(8, len(boards))))
     try:
         reports = list(pool.map(lambda b: _probe(b, sessions[b.name]), boards))
-        ready = [(b, r) for b, r in zip(boards, reports, strict=True) if r.status == "pass"]
-        if not ready:
-            return SmokeReport(reports)
-        checked = _run_checks(inv, [b for b, _ in ready], checks_dir, expected or {}, log)
-        for board, report in ready:
-            report.checks.extend(checked[board.name])
-        runs = [
-            pool.submit(_run_qpu, b, sessions[b.name], r, qpu_mode, qpu_runner) for b, r in ready
-        ]
-        for run in runs:
-            run.result()
+        for report in reports:
+            for stage in order:
+                report.summary.update(stage.idle)
+        ready = {b.name: r for b, r in zip(boards, reports, strict=True) if r.status == "pass"}
+        for stage in order:
+            going = [ReadyBoard(b, sessions[b.name]) for b in boards if _still(ready, b.name)]
+            if not going:
+                break
+            results = stage.run(going, _each(pool, going))
+            for name, result in results.items():
+                _record(ready[name], result)
     except BaseException:
         # Ctrl-C: do not wait for the workers still waiting on a silent board.
         pool.shutdown(wait=False, cancel_futures=True)
@@ -187,3 +204,27 @@ def run_smoke(
         for session in sessions.values():
             session.close()
     return SmokeReport(reports)
+
+
+def _still(ready: Mapping[str, BoardReport], name: str) -> bool:
+    """Passed the probe, and no stage has lost it since (a failed check does not stop it)."""
+    return name in ready and ready[name].reachable
+
+
+def _each(pool: ThreadPoolExecutor, boards: Sequence[ReadyBoard]) -> Each:
+    def each(run_on: Callable[[ReadyBoard], StageResult]) -> dict[str, StageResult]:
+        runs = [(b.board.name, pool.submit(run_on, b)) for b in boards]
+        return {name: run.result() for name, run in runs}
+
+    return each
+
+
+def _record(report: BoardReport, result: StageResult) -> None:
+    """A stage's result on one board, into that board's report."""
+    report.checks.extend(result.checks)
+    report.summary.update(result.summary)
+    report.notes.extend(result.notes)
+    if result.collapse_skipped:
+        report.collapsed.update(c.source for c in result.checks)
+    if result.unreachable:
+        report.reachable, report.error = False, result.unreachable
