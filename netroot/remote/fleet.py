@@ -57,7 +57,7 @@ def _safe(name: object) -> str:
     return text
 
 
-class Fleet:
+class FleetSession:
     """One control host's session: what it reads, and the lock while it holds it."""
 
     def __init__(self, root: Path, client: str) -> None:
@@ -191,7 +191,7 @@ def serve(root: Path, client: str, idle: float = IDLE) -> int:
     if not root.is_absolute() or ".." in root.parts:
         _reply({"ok": False, "error": f"bad root {str(root)!r}"})
         return 2
-    fleet = Fleet(root, client)
+    fleet = FleetSession(root, client)
     stdin = _Input(sys.stdin.fileno())
     _reply({"ok": True, "host": lock.this_host()})
     try:

@@ -1,4 +1,4 @@
-"""The real fleet behind the rollout engine: Ansible (provision) switches, smoke verifies."""
+"""The real boards behind the rollout engine: Ansible (provision) switches, smoke verifies."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class PastDownServers:
     """The engine's fleet, less the boards of servers the export could not reach: those
     are not switched (nothing to mount there) and count as unreachable."""
 
-    inner: Any  # the engine's Fleet (netroot.rollout.engine.Fleet)
+    inner: Any  # the engine's BoardDriver (netroot.rollout.engine)
     inventory: Inventory
     down: Mapping[str, str]
 
@@ -53,7 +53,7 @@ class PastDownServers:
 
 
 @dataclass
-class AnsibleFleet:
+class AnsibleDriver:
     inventory: Inventory
     smoke_settings: SmokeSettings = field(default_factory=SmokeSettings)
     log: Callable[[str], None] = lambda _m: None

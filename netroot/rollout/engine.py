@@ -1,7 +1,7 @@
 """Drive a planned rollout: switch each batch, smoke it, stop at the budget, put failures back.
 
-The engine knows nothing of Ansible or SSH: it talks to a `Fleet` (switch, smoke), so the
-budget and rollback logic is tested on its own and the real fleet is a thin adapter. Every
+The engine knows nothing of Ansible or SSH: it talks to a `BoardDriver` (switch, smoke), so
+the budget and rollback logic is tested on its own and the real driver is a thin adapter. Every
 change of a board is recorded in the fleet state (and saved) as it happens, so a rollout
 killed at any point can be resumed or rolled back from another control host.
 """
@@ -20,9 +20,11 @@ from netroot.rollout.plan import Plan, after_batch
 NO_RESULT: Result = (Outcome.FAILED, "no result")
 
 
-class Fleet(Protocol):
+class BoardDriver(Protocol):
+    """What the engine drives: the boards of a batch (rollout/drive.py: Ansible and the smoke)."""
+
     def switch(self, versions: Mapping[str, str], stagger: float) -> dict[str, Result]:
-        """Point each board at its version and remount (one fleet run for the whole batch)."""
+        """Point each board at its version and remount (one run for the whole batch)."""
 
     def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Result]:
         """Smoke each board against the version it should run."""
@@ -57,7 +59,7 @@ def _record_smoke(state: State, board: str, result: Result) -> None:
 
 
 def _switch_batch(
-    plan: Plan, batch: Sequence[str], state: State, fleet: Fleet, index: int,
+    plan: Plan, batch: Sequence[str], state: State, driver: BoardDriver, index: int,
     result: RolloutResult, log: Callable[[str], None],
 ) -> list[str]:  # fmt: skip
     """Switch one batch; returns the boards to smoke, records the others' results."""
@@ -65,7 +67,7 @@ def _switch_batch(
         st = state.board(board)
         st.phase, st.message = "switching", ""
     state.save()
-    switched = fleet.switch({b: plan.to_version for b in batch}, plan.stagger)
+    switched = driver.switch({b: plan.to_version for b in batch}, plan.stagger)
     to_smoke = []
     for board in batch:
         st = state.board(board)
@@ -80,12 +82,13 @@ def _switch_batch(
                 BoardResult(board, index, Outcome.UNREACHABLE, st.last_good, message)
             )
         else:  # a half-done switch: put the board back on what it ran
-            result.results.append(_roll_back(state, fleet, board, index, f"switch: {message}", log))
+            why = f"switch: {message}"
+            result.results.append(_roll_back(state, driver, board, index, why, log))
     state.save()
     return to_smoke
 
 
-def _prepare(plan: Plan, fleet: Fleet, log: Callable[[str], None]) -> None:
+def _prepare(plan: Plan, driver: BoardDriver, log: Callable[[str], None]) -> None:
     """The plan's fresh boards get their boot config before the canary, wave by wave.
 
     Nothing is decided here: a board that could not be prepared is set up by its own batch's
@@ -93,7 +96,7 @@ def _prepare(plan: Plan, fleet: Fleet, log: Callable[[str], None]) -> None:
     """
     for wave in plan.prepare:
         log(f"prepare: {', '.join(wave)} (boot config and its reboot; no version yet)")
-        for board, (status, message) in fleet.prepare(wave).items():
+        for board, (status, message) in driver.prepare(wave).items():
             if status != Outcome.OK:
                 log(f"{board}: not prepared ({status.value}: {message}); its batch sets it up")
 
@@ -101,7 +104,7 @@ def _prepare(plan: Plan, fleet: Fleet, log: Callable[[str], None]) -> None:
 def run_rollout(
     plan: Plan,
     state: State,
-    fleet: Fleet,
+    driver: BoardDriver,
     image: str,
     log: Callable[[str], None] = lambda _m: None,
     name: str = "",
@@ -112,15 +115,15 @@ def run_rollout(
     result = RolloutResult()
     failed = 0
     try:
-        _prepare(plan, fleet, log)
+        _prepare(plan, driver, log)
         for index, batch in enumerate(plan.batches):
             label = "canary" if plan.canary and index == 0 else f"batch {index}"
             boards = [s.board for s in batch]
             log(f"{label}: {', '.join(boards)} -> {plan.to_version}")
             before = len(result.results)
-            to_smoke = _switch_batch(plan, boards, state, fleet, index, result, log)
+            to_smoke = _switch_batch(plan, boards, state, driver, index, result, log)
             smoked = (
-                fleet.smoke(to_smoke, {b: plan.to_version for b in to_smoke}) if to_smoke else {}
+                driver.smoke(to_smoke, {b: plan.to_version for b in to_smoke}) if to_smoke else {}
             )
             for board in to_smoke:
                 st = state.board(board)
@@ -136,7 +139,7 @@ def run_rollout(
                         BoardResult(board, index, Outcome.UNREACHABLE, st.assigned, message)
                     )
                 else:
-                    result.results.append(_roll_back(state, fleet, board, index, message, log))
+                    result.results.append(_roll_back(state, driver, board, index, message, log))
             # One write for the batch's verdicts (a failed board's rollback saved its own steps):
             # a save is the whole fleet's state, so one per board made a rollout's writes grow
             # with the square of the fleet (bench/bench_fleet_books.py).
@@ -169,7 +172,7 @@ def run_rollout(
 
 
 def _roll_back(
-    state: State, fleet: Fleet, board: str, index: int, why: str, log: Callable[[str], None]
+    state: State, driver: BoardDriver, board: str, index: int, why: str, log: Callable[[str], None]
 ) -> BoardResult:
     """Put a board that failed back on its last good version, and smoke that."""
     st = state.board(board)
@@ -181,10 +184,10 @@ def _roll_back(
             board, index, Outcome.FAILED, st.assigned, f"{why}; no last good version"
         )
     log(f"{board}: failed ({why}); back to {good}")
-    back = fleet.switch({board: good}, 0.0).get(board, NO_RESULT)
+    back = driver.switch({board: good}, 0.0).get(board, NO_RESULT)
     if back[0] == Outcome.OK:
         st.assigned, st.mounted = good, good
-        back = fleet.smoke([board], {board: good}).get(board, NO_RESULT)
+        back = driver.smoke([board], {board: good}).get(board, NO_RESULT)
         _record_smoke(state, board, back)
         if back[0] == Outcome.OK:
             st.phase, st.message = Outcome.ROLLED_BACK.value, why
@@ -194,13 +197,13 @@ def _roll_back(
 
 
 def run_rollback(
-    state: State, fleet: Fleet, versions: Mapping[str, str], log: Callable[[str], None]
+    state: State, driver: BoardDriver, versions: Mapping[str, str], log: Callable[[str], None]
 ) -> list[BoardResult]:
-    """Switch boards to the given (earlier) versions in one fleet run, then smoke them."""
-    switched = fleet.switch(versions, 0.0)
+    """Switch boards to the given (earlier) versions in one run, then smoke them."""
+    switched = driver.switch(versions, 0.0)
     results: list[BoardResult] = []
     smoked_ok = [b for b in versions if switched.get(b, NO_RESULT)[0] == Outcome.OK]
-    smoked = fleet.smoke(smoked_ok, {b: versions[b] for b in smoked_ok}) if smoked_ok else {}
+    smoked = driver.smoke(smoked_ok, {b: versions[b] for b in smoked_ok}) if smoked_ok else {}
     for board, version in versions.items():
         st = state.board(board)
         status, message = switched.get(board, NO_RESULT)

@@ -110,7 +110,7 @@ def run(
     become_checked: the caller ran `check_become` on the server and every planned board.
     """
     from netroot.export.fanout import Options, export_all
-    from netroot.rollout.drive import AnsibleFleet, PastDownServers
+    from netroot.rollout.drive import AnsibleDriver, PastDownServers
 
     state = fleet.load()  # again: the plan was read before the lock
     service.adopt_observed(state, planned.observed)
@@ -125,7 +125,7 @@ def run(
     if exported.manifest.version != planned.plan.to_version:
         raise UsageError(f"{source} changed while planning", "run the rollout again")
     state.save()
-    target = engine_fleet or AnsibleFleet(
+    target = engine_fleet or AnsibleDriver(
         fleet.inventory, smoke_settings=smoke, log=log, become_checked=become_checked
     )
     down = {s: f"the export to it failed: {e.message}" for s, e in exported.failed.items()}
@@ -186,11 +186,11 @@ def rollback(
 
     become_checked: the caller ran `check_become` on the server and every board.
     """
-    from netroot.rollout.drive import AnsibleFleet
+    from netroot.rollout.drive import AnsibleDriver
 
     versions = rollback_versions(fleet, boards, to)
     state = fleet.load()
-    target = engine_fleet or AnsibleFleet(fleet.inventory, log=log, become_checked=become_checked)
+    target = engine_fleet or AnsibleDriver(fleet.inventory, log=log, become_checked=become_checked)
     # Paced like a rollout's batches: at most netroot_server_reboot_batch boards of one
     # server switch (and reboot) at once; one wave when every server is within its cap.
     steps = [Step(b, None, v) for b, v in versions.items()]

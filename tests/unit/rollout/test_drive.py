@@ -1,4 +1,4 @@
-"""The Ansible fleet's reading of a run, replayed from recorded ansible-runner events.
+"""The Ansible driver's reading of a run, replayed from recorded ansible-runner events.
 
 ansible/ansible#7686: an unreachable host is not a failure to max_fail_percentage; here it is
 reported as unreachable and spends the rollout's budget. ansible/ansible#76915: when every
@@ -17,7 +17,7 @@ from netroot.fleet.outcome import Outcome
 from netroot.fleet.state import load_state
 from netroot.inventory import parse
 from netroot.provision.plan import RunPlan
-from netroot.rollout.drive import AnsibleFleet
+from netroot.rollout.drive import AnsibleDriver
 from netroot.rollout.engine import run_rollout
 from netroot.rollout.plan import Count, make_plan
 
@@ -48,7 +48,7 @@ def _events() -> list[dict[str, Any]]:
 
 
 def test_unreachable_boards_are_unreachable_and_spend_the_budget(tmp_path: Path) -> None:
-    fleet = AnsibleFleet(_inventory(tmp_path), runner=_replay(_events(), 4))
+    fleet = AnsibleDriver(_inventory(tmp_path), runner=_replay(_events(), 4))
     switched = fleet.switch({"pi-a": V, "pi-b": V}, 0.0)
     assert {b: r[0] for b, r in switched.items()} == {
         "pi-a": Outcome.UNREACHABLE,
@@ -67,7 +67,7 @@ def test_a_play_aborted_before_the_boards_is_a_failure(tmp_path: Path) -> None:
     for key, per_host in stats.items():
         if isinstance(per_host, dict):
             stats[key] = {h: n for h, n in per_host.items() if h == "nfs-t"}
-    fleet = AnsibleFleet(_inventory(tmp_path), runner=_replay(events, 2))
+    fleet = AnsibleDriver(_inventory(tmp_path), runner=_replay(events, 2))
     switched = fleet.switch({"pi-a": V, "pi-b": V}, 0.0)
     assert {b: r[0] for b, r in switched.items()} == {
         "pi-a": Outcome.FAILED,
@@ -84,7 +84,7 @@ def test_later_batches_leave_the_server_configured(tmp_path: Path) -> None:
         playbooks.append(plan.playbook)
         return replay(plan, handle)
 
-    fleet = AnsibleFleet(_inventory(tmp_path), runner=runner)
+    fleet = AnsibleDriver(_inventory(tmp_path), runner=runner)
     fleet.switch({"pi-a": V}, 0.0)
     fleet.switch({"pi-b": V}, 0.0)
     assert playbooks == ["site.yml", "boards.yml"]
@@ -114,7 +114,7 @@ def test_a_server_unreachable_in_a_batch_fails_its_boards_as_unreachable(tmp_pat
         runs.append(plan.boards)
         return replay(plan, handle)
 
-    fleet = AnsibleFleet(_inventory(tmp_path), runner=runner)
+    fleet = AnsibleDriver(_inventory(tmp_path), runner=runner)
     switched = fleet.switch({"pi-a": V}, 0.0)
     assert switched["pi-a"][0] == Outcome.UNREACHABLE
     assert "its NFS server nfs-t is down" in switched["pi-a"][1]
