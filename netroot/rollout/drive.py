@@ -8,19 +8,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netroot.fleet.outcome import Outcome, Result, from_smoke_status
-from netroot.inventory import Inventory
+from netroot.inventory import Board, Inventory
 from netroot.smoke.stage import SmokeSettings
 
 
 def on_down_servers(
-    inventory: Inventory, down: Mapping[str, str], boards: Iterable[str]
+    boards: Mapping[str, Board], down: Mapping[str, str], names: Iterable[str]
 ) -> dict[str, Result]:
     """The boards whose NFS server is down: unreachable (against the budget), with why."""
     out: dict[str, Result] = {}
-    for board in boards:
-        server = inventory.boards[board].server
+    for name in names:
+        server = boards[name].server
         if server in down:
-            out[board] = (Outcome.UNREACHABLE, f"its NFS server {server} is down: {down[server]}")
+            out[name] = (Outcome.UNREACHABLE, f"its NFS server {server} is down: {down[server]}")
     return out
 
 
@@ -30,11 +30,11 @@ class PastDownServers:
     are not switched (nothing to mount there) and count as unreachable."""
 
     inner: Any  # the engine's BoardDriver (netroot.rollout.engine)
-    inventory: Inventory
+    boards: Mapping[str, Board]  # the rollout's boards, as the inventory gave them
     down: Mapping[str, str]
 
     def switch(self, versions: Mapping[str, str], stagger: float) -> dict[str, Result]:
-        out = on_down_servers(self.inventory, self.down, versions)
+        out = on_down_servers(self.boards, self.down, versions)
         rest = {b: v for b, v in versions.items() if b not in out}
         if rest:
             out.update(self.inner.switch(rest, stagger))
@@ -45,7 +45,7 @@ class PastDownServers:
         return result
 
     def prepare(self, boards: Sequence[str]) -> dict[str, Result]:
-        out = on_down_servers(self.inventory, self.down, boards)
+        out = on_down_servers(self.boards, self.down, boards)
         rest = [b for b in boards if b not in out]
         if rest:
             out.update(self.inner.prepare(rest))
@@ -54,7 +54,13 @@ class PastDownServers:
 
 @dataclass
 class AnsibleDriver:
+    """Provision switches a batch, the smoke verifies it. The engine names boards by name (the
+    fleet state's keys); the driver holds each as the one `Board` the inventory gave the
+    command and hands those same values to the smoke (provision takes names: its targets)."""
+
     inventory: Inventory
+    # The boards it drives, by name, in inventory order (default: every board of the inventory).
+    boards: Mapping[str, Board] = field(default_factory=dict)
     smoke_settings: SmokeSettings = field(default_factory=SmokeSettings)
     log: Callable[[str], None] = lambda _m: None
     smoke_reports: list[Any] = field(default_factory=list)
@@ -69,6 +75,10 @@ class AnsibleDriver:
     # Their boards are not switched (nothing to mount from): each counts as unreachable
     # against the rollout's budget, and a rerun once the server is back finishes the job.
     down: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.boards:
+            self.boards = dict(self.inventory.boards)
 
     def switch(self, versions: Mapping[str, str], stagger: float) -> dict[str, Result]:
         """One Ansible run for the batch; with a stagger, one board at a time, S seconds apart."""
@@ -89,7 +99,7 @@ class AnsibleDriver:
         return out
 
     def _server_down(self, boards: Mapping[str, str]) -> dict[str, Result]:
-        return on_down_servers(self.inventory, self.down, boards)
+        return on_down_servers(self.boards, self.down, boards)
 
     def prepare(self, boards: Sequence[str]) -> dict[str, Result]:
         """The boot config only (the board role's netroot_board_prepare_only), one run."""
@@ -103,7 +113,7 @@ class AnsibleDriver:
         """One provision run: each board switched to its version (prepare: none, "")."""
         from netroot.provision.service import provision
 
-        servers = {self.inventory.boards[b].server for b in versions}
+        servers = {self.boards[b].server for b in versions}
         result = provision(
             self.inventory,
             list(versions),
@@ -142,9 +152,10 @@ class AnsibleDriver:
     def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Result]:
         from netroot.smoke.stages import run_smoke
 
+        wanted = set(boards)
         report = run_smoke(
             self.inventory,
-            self.inventory.resolve(list(boards)),
+            [b for name, b in self.boards.items() if name in wanted],  # inventory order
             self.smoke_settings,
             expected={b: {"version": v} for b, v in versions.items()},
         )

@@ -125,13 +125,14 @@ def run(
     if exported.manifest.version != planned.plan.to_version:
         raise UsageError(f"{source} changed while planning", "run the rollout again")
     state.save()
+    by_name = {b.name: b for b in planned.boards}  # the inventory's Board, to the smoke
     target = engine_fleet or AnsibleDriver(
-        fleet.inventory, smoke_settings=smoke, log=log, become_checked=become_checked
+        fleet.inventory, by_name, smoke, log=log, become_checked=become_checked
     )
     down = {s: f"the export to it failed: {e.message}" for s, e in exported.failed.items()}
     plan = planned.plan
     if down:
-        target = PastDownServers(target, fleet.inventory, down)
+        target = PastDownServers(target, by_name, down)
         plan = defer(plan, [b.name for b in planned.boards if b.server in down])
     result = run_rollout(plan, state, target, source, log=log, name=name)
     released = not result.stopped and release_if_green(fleet, planned, name, result.results, log)
@@ -190,7 +191,9 @@ def rollback(
 
     versions = rollback_versions(fleet, boards, to)
     state = fleet.load()
-    target = engine_fleet or AnsibleDriver(fleet.inventory, log=log, become_checked=become_checked)
+    target = engine_fleet or AnsibleDriver(
+        fleet.inventory, {b.name: b for b in boards}, log=log, become_checked=become_checked
+    )
     # Paced like a rollout's batches: at most netroot_server_reboot_batch boards of one
     # server switch (and reboot) at once; one wave when every server is within its cap.
     steps = [Step(b, None, v) for b, v in versions.items()]
