@@ -126,7 +126,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from netroot.fleet.remote import open_fleet
         from netroot.fleet.service import provision_versions, record_provision
-        from netroot.provision.service import provision
+        from netroot.provision.apply import provision
 
         app_ctx = context.get(ctx)
         out = app_ctx.out

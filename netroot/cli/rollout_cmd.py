@@ -175,7 +175,7 @@ def rollout(
     from netroot.cli.source import name_for, open_source
     from netroot.fleet.outcome import Outcome
     from netroot.fleet.remote import open_fleet
-    from netroot.provision.service import check_become
+    from netroot.provision.apply import check_become
     from netroot.rollout import runner
     from netroot.rollout.plan import Count
     from netroot.smoke.stage import SmokeSettings
@@ -251,7 +251,7 @@ def rollback(
     """Put boards back on their previous good version (or --to ID), then smoke them."""
     from netroot.fleet.outcome import Outcome
     from netroot.fleet.remote import open_fleet
-    from netroot.provision.service import check_become
+    from netroot.provision.apply import check_become
     from netroot.rollout import runner
 
     app = get(ctx)

@@ -111,7 +111,7 @@ class AnsibleDriver:
 
     def _run(self, versions: dict[str, str], prepare: bool = False) -> dict[str, Result]:
         """One provision run: each board switched to its version (prepare: none, "")."""
-        from netroot.provision.service import provision
+        from netroot.provision.apply import provision
 
         servers = {self.boards[b].server for b in versions}
         result = provision(

@@ -27,7 +27,7 @@ from netroot.adapters.ansible import runs_dir
 from netroot.errors import Exit
 from netroot.fleet.state import state_path
 from netroot.inventory import load
-from netroot.provision.service import provision
+from netroot.provision.apply import provision
 from tests.e2e.conftest import LabHandle
 
 pytestmark = pytest.mark.e2e

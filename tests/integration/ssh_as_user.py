@@ -22,7 +22,7 @@ def main(inventory_path: str, server: str, board: str) -> dict[str, Any]:
     from netroot.adapters.ssh import Session, check_privileges
     from netroot.fleet.probe import observe
     from netroot.inventory import load
-    from netroot.provision.service import provision
+    from netroot.provision.apply import provision
     from netroot.smoke.backend import NetrootBackend
     from netroot.sshtarget import target_for
 

@@ -12,7 +12,7 @@ import pytest
 from netroot.adapters.ssh import Session, Unreachable
 from netroot.errors import Exit
 from netroot.inventory import load
-from netroot.provision.service import provision
+from netroot.provision.apply import provision
 from netroot.sshtarget import SshTarget
 from tests.integration.provision_hosts import (
     NEEDS_HOSTS,

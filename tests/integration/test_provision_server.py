@@ -21,7 +21,7 @@ import yaml
 
 from netroot.errors import Exit
 from netroot.inventory import load
-from netroot.provision.service import ProvisionResult, provision
+from netroot.provision.apply import ProvisionResult, provision
 from netroot.templating import Renderer
 from tests.integration.provision_hosts import (
     NEEDS_HOSTS,

@@ -12,7 +12,7 @@ from typing import Any
 
 from netroot.errors import Exit
 from netroot.inventory import load
-from netroot.provision.service import provision
+from netroot.provision.apply import provision
 from tests.integration.provision_hosts import (
     NEEDS_HOSTS,
     NetnsHost,

@@ -28,7 +28,7 @@ import yaml
 from netroot import bundle
 from netroot.errors import Exit
 from netroot.inventory import load
-from netroot.provision.service import ProvisionResult, provision
+from netroot.provision.apply import ProvisionResult, provision
 from netroot.templating import Renderer
 from tests.integration.netboot.pxe_rom import parse_options
 from tests.integration.provision_hosts import (

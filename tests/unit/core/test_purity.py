@@ -47,7 +47,7 @@ IO_MODULES = (
     "netroot.fleet.remote",  # a remote root's state and lock: a helper session over ssh
     "netroot.fleet.probe",  # the status probe's SSH round trip
     "netroot.netboot.install",  # dnsmasq --test before a config is installed
-    "netroot.provision.service",  # runs the playbook
+    "netroot.provision.apply",  # runs the playbook
     "netroot.rollout.drive",  # provision + smoke on real boards, a batch at a time
     "netroot.rollout.runner",  # a rollout or rollback from plan to recorded result
 )

@@ -12,8 +12,8 @@ import yaml
 
 from netroot.errors import UsageError
 from netroot.inventory import InventoryError, load
+from netroot.provision.apply import provision
 from netroot.provision.plan import RunPlan, build
-from netroot.provision.service import provision
 from netroot.templating import TemplateProblem
 
 INVENTORY = Path(__file__).parents[1] / "fixtures" / "provision_inventory.yml"

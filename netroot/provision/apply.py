@@ -1,6 +1,6 @@
 """`provision()`: the Python API behind `netroot provision`, also used by rollout.
 
-    from netroot.provision.service import provision
+    from netroot.provision.apply import provision
     result = provision(inventory, ["pi-01", "pi-02"], versions={"pi-02": "3f2a..."})
     result.summary.hosts["pi-02"].state     # "ok" | "changed" | "failed" | "unreachable"
     result.mounted["pi-02"]                 # the version the board has mounted afterwards
