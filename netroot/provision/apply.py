@@ -21,6 +21,7 @@ from netroot.errors import Exit
 from netroot.inventory import Inventory
 from netroot.provision.events import Summary
 from netroot.provision.plan import PlanOptions, RunPlan, build
+from netroot.remote import nfs_check
 from netroot.templating import Renderer, TemplateProblem
 
 EventHandler = Callable[[Mapping[str, Any], Summary], None]
@@ -62,7 +63,10 @@ def preflight(plan: RunPlan, inventory: Inventory) -> Renderer:
     for server in plan.servers:
         kind = inventory.servers[server].kind
         for rendered in renderer.render_server(server):
-            problems = kind.check_rendered(rendered.template, rendered.text)
+            if rendered.template != kind.exports_template:
+                continue
+            block = f"{nfs_check.BEGIN}\n{rendered.text}{nfs_check.END}\n"
+            problems = nfs_check.CHECKS[kind.check_format](block)
             if problems:
                 first = problems[0]
                 why = f"rendered line {first.line - 1} fails the exports check: {first.message}"

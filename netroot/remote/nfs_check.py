@@ -278,10 +278,14 @@ def _check_managed_export(block: _Block) -> list[Problem]:
     return problems
 
 
+# The formats it checks, by the name its command line takes (and netroot/nfskind.py's kinds).
+CHECKS = {"exports": check_exports, "ganesha": check_ganesha}
+
+
 def main(argv: list[str]) -> int:
     """`netroot-nfs-check exports|ganesha FILE` (argv: the arguments after the program name):
     print problems, exit 1 if any; 2 for a wrong call or a file it cannot read."""
-    if len(argv) != 2 or argv[0] not in ("exports", "ganesha"):
+    if len(argv) != 2 or argv[0] not in CHECKS:
         print("usage: netroot-nfs-check exports|ganesha FILE", file=sys.stderr)
         return 2
     kind, name = argv
@@ -291,7 +295,7 @@ def main(argv: list[str]) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"netroot-nfs-check: cannot read {name}: {exc}", file=sys.stderr)
         return 2
-    problems = check_exports(text) if kind == "exports" else check_ganesha(text)
+    problems = CHECKS[kind](text)
     for problem in problems:
         print(f"{name}: {problem}", file=sys.stderr)
     return 1 if problems else 0
