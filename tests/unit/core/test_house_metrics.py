@@ -31,3 +31,48 @@ def test_the_metrics_allow_exactly_what_the_purity_test_allows() -> None:
     assert listed == test_purity.IO_MODULES
     assert metrics.expand(ROOT, listed) == test_purity.ALLOWED
     assert metrics.measure(ROOT)["adapter_importers_outside_allowed"] == []
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / "netroot" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_the_kind_figures_count_what_they_say(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "nfskind.py": 'NAMES = ("kernel", "ganesha")\n',
+            "templating.py": 'T = {"exports.j2": 1}\n',
+            "lab/__init__.py": "",
+            "lab/plan.py": 'KIND = "ganesha"\n',
+            "smoke/__init__.py": '"""the qpu stage: a docstring does not count"""\n',
+            "smoke/stages.py": "from netroot.smoke.qpu import QpuStage\n",
+            "smoke/qpu.py": "def run_qpu() -> None: ...\n",
+            "smoke/report.py": "def f(qpu_mode: str) -> str:\n    return qpu_mode\n",
+            "cli/__init__.py": "",
+            "cli/smoke_cmd.py": "def smoke(qpu: str) -> None: ...\nclass Fleet: ...\n",
+            "rollout/__init__.py": "",
+            "rollout/engine.py": "class Fleet: ...\n",
+            "rollout/service.py": "",
+            "fleet/__init__.py": "",
+            "fleet/service.py": "",
+            "fleet/remote.py": "",
+            "remote/__init__.py": "",
+        },
+    )
+    known = _metrics().modules(root)
+    figures = _metrics().kinds_figures(known)
+    assert figures["smoke_stage_files"] == ["netroot.smoke.qpu", "netroot.smoke.stages"]
+    assert figures["smoke_option_files"] == ["netroot.cli.smoke_cmd", "netroot.smoke.report"]
+    assert figures["nfs_kind_modules"] == ["netroot.templating"]
+    assert figures["lab_nfs_kind_modules"] == ["netroot.lab.plan"]
+    assert figures["fleet_classes"] == ["netroot.cli.smoke_cmd:2", "netroot.rollout.engine:1"]
+    assert figures["name_clashes"] == {
+        "remote": ["netroot.fleet.remote", "netroot.remote"],
+        "service": ["netroot.fleet.service", "netroot.rollout.service"],
+    }
