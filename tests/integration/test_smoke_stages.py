@@ -12,7 +12,9 @@ import pytest
 import yaml
 
 from netroot.errors import Exit
+from netroot.fleet.outcome import Outcome
 from netroot.inventory import Inventory, load
+from netroot.rollout.drive import AnsibleDriver
 from netroot.smoke.stage import SmokeSettings
 from netroot.smoke.stages import run_smoke
 from tests.integration.provision_hosts import NEEDS_HOSTS, NetnsHost, netns_host
@@ -76,3 +78,18 @@ def test_skip_runs_no_qpu_program_and_keeps_the_testinfra_checks(
     board = report.to_dict()["boards"][0]
     assert (board["qpu_mode"], board["qpu"]) == ("skip", {})
     assert board["checks"] and {c["source"] for c in board["checks"]} == {"builtin"}
+
+
+def test_a_rollouts_smoke_gets_the_boards_the_rollout_was_given(
+    host: NetnsHost, tmp_path: Path
+) -> None:
+    inv = _inventory(host, tmp_path)
+    boards = {b.name: b for b in inv.resolve(["boards"])}
+    driver = AnsibleDriver(inv, boards, SmokeSettings(qpu_mode="skip"))
+    results = driver.smoke(["pi-b", "pi-a"], {"pi-a": "a" * 16, "pi-b": "a" * 16})
+    (report,) = driver.smoke_reports
+    assert [b.board for b in report.boards] == ["pi-a", "pi-b"]  # inventory order, as before
+    assert results["pi-b"][0] == Outcome.UNREACHABLE
+    # This host is not pi-a: the identity check fails, and the result names it.
+    outcome, message = results["pi-a"]
+    assert outcome == Outcome.FAILED and "test_identity_is_the_boards" in message
