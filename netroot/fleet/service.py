@@ -114,7 +114,7 @@ class Fleet:
 
     def current_of(self, image: str, server: str = "") -> str | None:
         """The image's release pointer `current` on a server (default: the fleet home)."""
-        return (self.root_of(server) if server else self.store).current(image)
+        return self.root_of(server or self.inventory.server.name).current(image)
 
     def desired(
         self, boards: Iterable[Board], state: State, down: dict[str, str] | None = None
