@@ -155,14 +155,7 @@ def _names_boot_mode(test: ast.AST) -> bool:
 
 
 def boot_branches(known: dict[str, Path]) -> Iterator[tuple[str, int]]:
-    for name, path in known.items():
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.If | ast.IfExp | ast.While) and _names_boot_mode(node.test):
-                yield name, node.lineno
-            elif isinstance(node, ast.comprehension):
-                for test in node.ifs:
-                    if _names_boot_mode(test):
-                        yield name, test.lineno
+    return branch_sites(known, _names_boot_mode)
 
 
 def where_test(test: ast.AST) -> bool:
