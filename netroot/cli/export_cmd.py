@@ -15,6 +15,7 @@ from netroot.cli.export_upkeep import REPAIR_HELP, protection_of
 
 if TYPE_CHECKING:
     from netroot.export.place import Place, View
+    from netroot.inventory import Inventory
 
 ROOT_HELP = (
     "Export root (default: the inventory's NFS server netroot_export_root, else /srv/netroot)."
@@ -41,7 +42,7 @@ EXPORT_EPILOG = epilog(
 )
 
 
-def inventory_or_none(app: AppContext) -> Any:
+def inventory_or_none(app: AppContext) -> Inventory | None:
     from netroot.inventory import default_path
 
     if app.inventory_path is None and not default_path().exists():

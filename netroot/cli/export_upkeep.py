@@ -3,7 +3,10 @@ versions of an export name that prune keeps for the boards."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from netroot.inventory import Inventory
 
 REPAIR_HELP = (
     "Put a damaged version of SOURCE (as `netroot verify` found it) back as its manifest "
@@ -13,7 +16,7 @@ REPAIR_HELP = (
 )
 
 
-def protection_of(inv: Any, name: str) -> dict[str, list[str]]:
+def protection_of(inv: Inventory | None, name: str) -> dict[str, list[str]]:
     """The versions of NAME a board needs, each with why (none without an inventory)."""
     if inv is None or not inv.servers:
         return {}

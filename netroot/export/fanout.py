@@ -29,7 +29,7 @@ from pathlib import Path
 from netroot.errors import Exit, NetrootError, worst
 from netroot.export import service
 from netroot.export.manifest import Manifest
-from netroot.export.place import Exported, Fan, Root
+from netroot.export.place import Exported, Fan, Receiver, Root
 from netroot.export.request import ExportOptions, Source
 
 
@@ -87,7 +87,7 @@ def export_all(
     vid = service.planned_version(source.info, keep_host_keys=options.keep_host_keys)
     out = Fanout(vid)
     first: dict[str, str] = {}  # where -> the first server of that root
-    waiting: dict[str, Root] = {}
+    waiting: dict[str, Receiver] = {}
     for server, root in roots.items():
         same = first.setdefault(root.where, server)
         if same in out.done or same in out.failed:  # the same root: the same versions
@@ -100,17 +100,17 @@ def export_all(
         except NetrootError as exc:
             out.failed[server] = exc
             continue
-        if here is None:
-            waiting[server] = root
-        else:
+        if isinstance(here, Exported):
             out.add(server, here)
+        else:
+            waiting[server] = here
     if waiting:
         _receive(waiting, source, name, options, out)
     return out
 
 
 def _receive(
-    roots: Mapping[str, Root], source: Source, name: str, options: ExportOptions, out: Fanout
+    roots: Mapping[str, Receiver], source: Source, name: str, options: ExportOptions, out: Fanout
 ) -> None:
     """Every root in its own thread; the tree built once, here, when any root needs it.
 

@@ -12,7 +12,6 @@ from netroot.export.manifest import Layout, check_name
 from netroot.export.place import (
     Checked,
     Exported,
-    Fan,
     Listing,
     Protection,
     Pruned,
@@ -33,10 +32,6 @@ class HostRoot:
     def label(self) -> str:
         return str(self.path)
 
-    @property
-    def mirror(self) -> Path:
-        return self.path
-
     def export(self, source: Source, name: str, options: ExportOptions) -> Exported:
         result = service.export(source, self.path, name, options)
         path = self.path / name / "versions" / result.manifest.version
@@ -44,9 +39,6 @@ class HostRoot:
 
     def export_here(self, source: Source, name: str, options: ExportOptions) -> Exported:
         return self.export(source, name, options)
-
-    def receive(self, name: str, vid: str, options: ExportOptions, fan: Fan) -> Exported:
-        raise AssertionError("a root on this host exports in the first step")  # never called
 
     def repair(self, source: Source, name: str, options: ExportOptions) -> Repaired:
         return Repaired(name, self.label, service.repair(source, self.path, name, options))

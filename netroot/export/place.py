@@ -102,19 +102,23 @@ class Root(Place, Protocol):
 
     def prune(self, name: str, keep: int, protection: Protection, *, dry_run: bool) -> Pruned: ...
 
-    def export_here(self, source: Source, name: str, options: ExportOptions) -> Exported | None:
+    def export_here(self, source: Source, name: str, options: ExportOptions) -> Exported | Receiver:
         """An export to several roots, first step (in turn, on this thread): a root on this
-        host exports now; one reached over SSH returns None and receives in the second."""
+        host exports now; one reached over SSH hands back its second step."""
         ...
 
+
+class Receiver(Protocol):
+    """A root's second step of an export to several roots, on a thread of its own."""
+
     def receive(self, name: str, vid: str, options: ExportOptions, fan: Fan) -> Exported:
-        """The second step, on a thread of its own: say whether the version is needed
-        (`fan.needs`), then receive the tree built once on this host (`fan.built`)."""
+        """Say whether the version is needed (`fan.needs`), then receive the tree built once
+        on this host (`fan.built`)."""
         ...
 
     @property
     def mirror(self) -> Path:
-        """Where this host builds the tree it sends (a root on this host: itself)."""
+        """Where this host builds the tree it sends."""
         ...
 
 

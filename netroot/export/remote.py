@@ -265,8 +265,8 @@ class ServerRoot:
                                  progress=options.progress)  # fmt: skip
         return service.export(source, self.mirror, name, mirrored).manifest
 
-    def export_here(self, source: Source, name: str, options: ExportOptions) -> None:
-        return None  # nothing here: the tree is received in the second step
+    def export_here(self, source: Source, name: str, options: ExportOptions) -> ServerRoot:
+        return self  # nothing here: the tree is received in the second step
 
     def receive(self, name: str, vid: str, options: ExportOptions, fan: Fan) -> Exported:
         """One server of several: say whether it needs the version, then finish or receive."""
