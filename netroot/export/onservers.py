@@ -113,6 +113,9 @@ class Servers:
 
 @dataclass(frozen=True)
 class ExportedOnServers:
+    """One export to every server serving the image: each one's outcome, then the failures'
+    exit code."""
+
     name: str
     servers: list[str]
     out: Fanout
@@ -231,6 +234,8 @@ class CheckedOnServers:
 
 @dataclass(frozen=True)
 class PrunedOnServers:
+    """Each server's prune (or plan): what went, what stayed and why, and who failed."""
+
     name: str
     found: PerServer[Pruned]
     dry_run: bool
@@ -251,6 +256,8 @@ class PrunedOnServers:
 
 @dataclass(frozen=True)
 class RepairedOnServers:
+    """The repair of every server serving the image, one after the other."""
+
     name: str
     results: dict[str, RepairResult]
 
