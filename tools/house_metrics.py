@@ -10,6 +10,17 @@ Prints:
 - boot-mode branches: `if`, conditional expressions and comprehension filters whose test names
   the boot mode (`netboot`, `boot_mode`, `_netboot(...)`, or a comparison with "netboot"/"sd"),
   outside BOOT_MODE_HOME (the lab's, about how many diskless machines it builds, apart);
+- where branches: `if`, conditional expressions and comprehension filters that test where a
+  version lives (`where_test`: an attribute or name `remote`/`is_remote`/`several`, a
+  `server`/`servers` tested for None or truth, `len(...servers...)` compared), outside
+  WHERE_HOME, the one module that chooses the place (and outside netroot.remote, the programs
+  that run ON the server, and the lab, whose `remote` is how it builds its server VM);
+- version-tree rules written twice: the four rules of the version tree, each found by an AST
+  shape (`TREE_RULES`: base mode = `os.chmod(X.base, ...)` or `X.base.mkdir(mode=...)`;
+  stale cleanup = a loop over `X.staging.iterdir()`; two-rename commit = a function with two or
+  more `os.rename` calls, one of them onto `manifest_path(...)`; newest = a function that sorts
+  (`sorted`/`.sort`) and reads `exported_at` or a file's `st_mtime[_ns]`): a rule counts once
+  when more than one netroot module has its shape (each module listed beside it);
 - long modules: netroot modules over MAX_LINES lines;
 - rooms without a tests/unit/<room>/ folder (the tests mirror the package);
 - smoke stage files, NFS kind modules, `Fleet` classes, name clashes: see `kinds_figures`.
@@ -38,6 +49,21 @@ BUNDLE_LISTS = ("CORE_MODULES", "EMULATE_MODULES", "TORCH_MODULES")
 LAB = "netroot.lab"
 BOOT_WORDS = ("netboot", "boot_mode", "_netboot")
 BOOT_VALUES = ("netboot", "sd")
+# The one module that chooses where a version lives (this host, one server, several).
+WHERE_HOME = "netroot.fleet.remote"
+# Apart: the programs that run ON the server (netroot.remote), the lab (its `remote` is how
+# it builds its server VM), the inventory (it parses the flag and picks the home server), the
+# rollout's drive (its `server` is a play's outcome on the server) and status (`several` adds
+# a server column to a table of boards): none of them asks where a version lives.
+WHERE_APART = (
+    "netroot.remote",
+    "netroot.lab",
+    "netroot.inventory",
+    "netroot.rollout.drive",
+    "netroot.cli.status_cmd",
+)
+WHERE_WORDS = ("remote", "is_remote", "several")
+WHERE_HOLDERS = ("server", "servers")
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -130,14 +156,136 @@ def _names_boot_mode(test: ast.AST) -> bool:
 
 
 def boot_branches(known: dict[str, Path]) -> Iterator[tuple[str, int]]:
+    return branch_sites(known, _names_boot_mode)
+
+
+def where_test(test: ast.AST) -> bool:
+    """Does this test ask where a version lives? (see the module docstring)"""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Attribute) and node.attr in WHERE_WORDS:
+            return True
+        if isinstance(node, ast.Name) and node.id in WHERE_WORDS:
+            return True
+        if isinstance(node, ast.Compare) and _names_holder(node):
+            return True
+    # `if server:` / `if not servers:` / `x if server else y`: a holder's truth tested.
+    bare = test.operand if isinstance(test, ast.UnaryOp) else test
+    parts = bare.values if isinstance(bare, ast.BoolOp) else [bare]
+    return any(isinstance(p, ast.Name) and p.id in WHERE_HOLDERS for p in parts)
+
+
+def _names_holder(node: ast.Compare) -> bool:
+    """`server is None`, `len(inv.servers) >= 2`, `len(servers) > 1`."""
+    sides = [node.left, *node.comparators]
+    for side in sides:
+        if isinstance(side, ast.Name) and side.id in WHERE_HOLDERS:
+            return any(isinstance(c, ast.Constant) and c.value is None for c in sides)
+        if isinstance(side, ast.Call) and isinstance(side.func, ast.Name) and side.func.id == "len":
+            for arg in ast.walk(side):
+                if isinstance(arg, ast.Attribute | ast.Name) and (
+                    getattr(arg, "attr", None) in WHERE_HOLDERS
+                    or getattr(arg, "id", None) in WHERE_HOLDERS
+                ):
+                    return True
+    return False
+
+
+def branch_sites(known: dict[str, Path], test: Any) -> Iterator[tuple[str, int]]:
+    """(module, line) of every `if`/`while`/conditional expression/comprehension filter whose
+    test `test` accepts."""
     for name, path in known.items():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.If | ast.IfExp | ast.While) and _names_boot_mode(node.test):
+            if isinstance(node, ast.If | ast.IfExp | ast.While) and test(node.test):
                 yield name, node.lineno
             elif isinstance(node, ast.comprehension):
-                for test in node.ifs:
-                    if _names_boot_mode(test):
-                        yield name, test.lineno
+                for cond in node.ifs:
+                    if test(cond):
+                        yield name, cond.lineno
+
+
+def _calls(tree: ast.AST, name: str) -> list[ast.Call]:
+    """Calls of `name` (a function `name(...)` or a method `x.name(...)`)."""
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and (
+            (isinstance(n.func, ast.Name) and n.func.id == name)
+            or (isinstance(n.func, ast.Attribute) and n.func.attr == name)
+        )
+    ]
+
+
+def _on_attr(node: ast.AST | None, attr: str) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == attr
+
+
+def _base_mode(tree: ast.AST) -> bool:
+    chmod = any(c.args and _on_attr(c.args[0], "base") for c in _calls(tree, "chmod"))
+    mkdir = any(
+        isinstance(c.func, ast.Attribute)
+        and _on_attr(c.func.value, "base")
+        and any(k.arg == "mode" for k in c.keywords)
+        for c in _calls(tree, "mkdir")
+    )
+    return chmod or mkdir
+
+
+def _stale_cleanup(tree: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.For)
+        and isinstance(n.iter, ast.Call)
+        and isinstance(n.iter.func, ast.Attribute)
+        and n.iter.func.attr == "iterdir"
+        and _on_attr(n.iter.func.value, "staging")
+        for n in ast.walk(tree)
+    )
+
+
+def _functions(tree: ast.AST) -> list[ast.AST]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def _two_renames(tree: ast.AST) -> bool:
+    for fn in _functions(tree):
+        renames = _calls(fn, "rename")
+        onto_manifest = any(len(c.args) > 1 and _calls(c.args[1], "manifest_path") for c in renames)
+        if len(renames) >= 2 and onto_manifest:
+            return True
+    return False
+
+
+NEWEST_KEYS = {"exported_at", "st_mtime", "st_mtime_ns"}
+
+
+def _reads_key(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr in NEWEST_KEYS for n in ast.walk(node))
+
+
+def _newest(tree: ast.AST) -> bool:
+    """A sort keyed by the export time or a file's mtime: in its key, or in the tuples of the
+    function that it sorts (`found.append((path.stat().st_mtime_ns, vid))`)."""
+    for fn in _functions(tree):
+        sorts = _calls(fn, "sorted") + _calls(fn, "sort")
+        keyed = any(_reads_key(k.value) for c in sorts for k in c.keywords if k.arg == "key")
+        tuples = any(isinstance(n, ast.Tuple) and _reads_key(n) for n in ast.walk(fn))
+        if sorts and (keyed or tuples):
+            return True
+    return False
+
+
+TREE_RULES = {
+    "base mode": _base_mode,
+    "stale-staging cleanup": _stale_cleanup,
+    "two-rename commit": _two_renames,
+    "newest (prune's order)": _newest,
+}
+
+
+def tree_rules(known: dict[str, Path]) -> dict[str, list[str]]:
+    """Each version-tree rule -> the netroot modules that have its shape."""
+    trees = {n: ast.parse(p.read_text(), str(p)) for n, p in known.items()}
+    return {rule: [n for n, t in trees.items() if has(t)] for rule, has in TREE_RULES.items()}
 
 
 def _under(module: str, prefixes: tuple[str, ...]) -> bool:
@@ -191,6 +339,14 @@ def measure(root: Path, narrow: bool = False) -> dict[str, Any]:
     # not a board's boot mode: counted apart.
     lab = {b for b in branches if b.startswith(f"{LAB}.")}
     lengths = {n: len(p.read_text().splitlines()) for n, p in known.items()}
+    where = sorted(
+        {
+            f"{n}:{line}"
+            for n, line in branch_sites(known, where_test)
+            if not _under(n, (WHERE_HOME, *WHERE_APART))
+        }
+    )
+    rules = tree_rules(known)
     return {
         "modules": len(known),
         "lines": sum(lengths.values()),
@@ -200,6 +356,9 @@ def measure(root: Path, narrow: bool = False) -> dict[str, Any]:
         "adapter_importers_outside_allowed": adapter_importers,
         "boot_mode_branches": sorted(branches - lab),
         "lab_diskless_branches": sorted(lab),
+        "where_branches": where,
+        "tree_rules_twice": {r: " ".join(ms) for r, ms in rules.items() if len(ms) > 1},
+        "tree_rules_homes": {r: " ".join(ms) for r, ms in rules.items()},
         "modules_over_400_lines": {n: c for n, c in sorted(lengths.items()) if c > MAX_LINES},
         "io_modules_allowed": list(listed),
         "rooms_without_tests_unit_folder": unmirrored_rooms(root),

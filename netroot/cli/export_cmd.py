@@ -10,18 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from netroot.cli import interrupted
 from netroot.cli.context import JSON_OPTION, AppContext, epilog, get, name_option
-from netroot.cli.export_upkeep import (
-    REPAIR_HELP,
-    run_repair,
-)
-from netroot.errors import UsageError
+from netroot.cli.export_upkeep import REPAIR_HELP, protection_of
 
 if TYPE_CHECKING:
-    pass
+    from netroot.export.place import Place, View
+    from netroot.inventory import Inventory
 
-DEFAULT_ROOT = Path("/srv/netroot")
 ROOT_HELP = (
     "Export root (default: the inventory's NFS server netroot_export_root, else /srv/netroot)."
 )
@@ -47,7 +42,7 @@ EXPORT_EPILOG = epilog(
 )
 
 
-def inventory_or_none(app: AppContext) -> Any:
+def inventory_or_none(app: AppContext) -> Inventory | None:
     from netroot.inventory import default_path
 
     if app.inventory_path is None and not default_path().exists():
@@ -55,48 +50,31 @@ def inventory_or_none(app: AppContext) -> Any:
     return app.inventory()
 
 
-def root_path(app: AppContext, root: Path | None) -> Path:
-    if root is not None:
-        return root
-    inv = inventory_or_none(app)
-    if inv is not None and inv.servers:
-        if inv.server.remote:
-            raise UsageError(
-                f"the export root of {inv.server.name} is on that server "
-                "(netroot_export_remote: true): this command reads a local one",
-                "run it on the server, or pass --root DIR for a local export root",
-            )
-        return Path(inv.server.export_root)
-    return DEFAULT_ROOT
+def open_place(app: AppContext, root: Path | None) -> Place:
+    """Where the export tree is: --root DIR, else the inventory's NFS servers (one object,
+    chosen once by netroot.fleet.remote.open_place)."""
+    from netroot.fleet.remote import open_place as choose
+
+    return choose(inventory_or_none(app), root)
 
 
-def _where(app: AppContext, root: Path | None) -> tuple[list[Any], Any]:
-    """Where the export tree is, as (several, server): the inventory's NFS servers when it
-    lists several and no --root is given (each is worked on: netroot.cli.several); else its
-    one server when exports go to it over SSH (netroot_export_remote); ([], None): one local
-    export root (`root_path`)."""
-    inv = None if root is not None else inventory_or_none(app)
-    if inv is None or not inv.servers:
-        return [], None
-    if len(inv.servers) >= 2:
-        return list(inv.servers.values()), None
-    return [], inv.server if inv.server.remote else None
+def show(app: AppContext, view: View, as_json: bool) -> None:
+    """Print an answer's view (netroot.export.place.View), then raise its error if any."""
+    from netroot.export.place import Table
 
-
-def open_roots(ctx: typer.Context, root: Path | None) -> tuple[AppContext, list[Any], Any]:
-    """The opening of `versions`, `verify` and `prune`: the context, and where the tree is."""
-    app = get(ctx)
-    return (app, *_where(app, root))
-
-
-def _protected(app: AppContext, name: str) -> set[str]:
-    """Versions a board of NAME should run, is assigned, has mounted or last ran green."""
-    inv = inventory_or_none(app)
-    if inv is None or not inv.servers:
-        return set()
-    from netroot.fleet.remote import open_fleet
-
-    return open_fleet(inv).protected(name)
+    for note in view.notes:
+        app.out.info(note)
+    if as_json:
+        app.out.json(view.json)
+    for item in [] if as_json else view.shown:
+        if isinstance(item, Table):
+            app.out.table(item.title, item.columns, item.rows)
+        elif item.status:
+            app.out.info(item.text)
+        else:
+            app.out.out.print(item.text, highlight=False, markup=False)
+    if view.error is not None:
+        raise view.error
 
 
 class _Bar:
@@ -176,89 +154,22 @@ def export(
     version, smoked green.
     """
     from netroot.cli.source import name_for, open_source
-    from netroot.export import service
+    from netroot.export.request import ExportOptions
 
     app = get(ctx)
-    several, server = _where(app, root)
-    # Several servers: each its own root (netroot.cli.several); else the one root.
-    export_root = (
-        DEFAULT_ROOT if several else Path(server.export_root) if server else root_path(app, root)
-    )
+    place = open_place(app, root)
     with _progress(app) as bar:
         # The bar is up while the source is read to identify it (a whole archive is hashed).
-        info, apply = open_source(source, "docker-export" if stream else "auto", bar.callback)
-        name = name or name_for(source, info)
-        protected = _protected(app, name) if keep else set()
-        bar.total(info.size)
+        found = open_source(source, "docker-export" if stream else "auto", bar.callback)
+        name = name or name_for(source, found.info)
+        protected = frozenset(protection_of(inventory_or_none(app), name) if keep else ())
+        bar.total(found.info.size)
+        options = ExportOptions(True, keep, keep_host_keys, protected, bar.callback)
         if repair:
-            from netroot.cli.several import servers_for_image
-
-            places = servers_for_image(app.inventory(), name) if several else [server]
-            return run_repair(
-                app, places, export_root, info, apply, name, keep_host_keys, bar.callback, as_json
-            )
-        if several:
-            from netroot.cli import several as on_several
-            from netroot.export.fanout import Options
-
-            fan = Options(True, keep, keep_host_keys, frozenset(protected), bar.callback)
-            targets = on_several.servers_for_image(app.inventory(), name)
-            return on_several.export(app, targets, info, apply, name, fan, as_json)
-        options: dict[str, Any] = {
-            "keep": keep,
-            "keep_host_keys": keep_host_keys,
-            "protected": protected,
-            "progress": bar.callback,
-        }
-        sent: dict[str, Any] = {}
-        if server is not None:
-            from netroot.export.remote import export_remote
-
-            app.on_interrupt = interrupted.on_server(name)
-            remote = export_remote(info, apply, server, name, **options)
-            result = remote.result
-            sent = {"server": server.name, "bytes_sent": remote.bytes_sent}
-        else:
-            app.on_interrupt = interrupted.committed_since(export_root, name)
-            result = service.export(info, apply, export_root, name, **options)
-    m = result.manifest
-    if result.noop:
-        app.out.info(f"{name} {m.version} is already exported (no-op)")
-    summary = (
-        m.summary()
-        | {
-            "noop": result.noop,
-            "current": m.version,
-            "switched": result.switched,
-            "pruned": result.pruned,
-            "seconds": round(result.seconds, 3),
-            "path": str(export_root / name / "versions" / m.version),
-        }
-        | sent
-    )
-    if as_json:
-        app.out.json(summary)
-        return
-    rows: list[list[object]] = [
-        ["version", m.version],
-        ["state", "already exported (no-op)" if result.noop else "new version"],
-        ["current", f"-> versions/{m.version}" + ("" if result.switched else " (unchanged)")],
-        ["source", f"{m.source['kind']} {m.source['ref']}"],
-        ["image id", m.image_id],
-        ["files", m.files],
-        ["bytes", m.bytes],
-        ["reused", f"{m.reused_files} files from {m.reused_from or '-'}"],
-        ["tree hash", m.tree_hash],
-        ["leftovers", "; ".join(f"{c['path']} {c['action']}" for c in m.leftovers) or "-"],
-        ["path", summary["path"]],
-        ["seconds", summary["seconds"]],
-    ]
-    if sent:
-        rows[-2:-1] = [["path", f"{sent['server']}:{summary['path']}"]]
-        rows.append(["sent", f"{sent['bytes_sent']} bytes over SSH (rsync)"])
-    if result.pruned:
-        rows.append(["pruned", ", ".join(result.pruned)])
-    app.out.table(f"export {name}", ["field", "value"], rows)
+            return show(app, place.repair(found, name, options).view(), as_json)
+        app.on_interrupt = place.interrupted(name) or app.on_interrupt
+        done = place.export(found, name, options)
+    show(app, done.view(), as_json)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,51 +1,15 @@
 """What a Ctrl-C leaves, in the words a command says on its way out (exit 130).
 
-A command that commits as it goes sets `AppContext.on_interrupt` to one of these before its
-first commit; the others leave the default, "interrupted: nothing committed" (they read, or
-commit only at their very end). Each reads back what was committed, rather than trusting what
-the interrupted code was about to do.
+A command that commits as it goes sets `AppContext.on_interrupt` to one of these (an export:
+its place's, netroot.export.place.Place.interrupted) before its first commit; the others leave
+the default, "interrupted: nothing committed" (they read, or commit only at their very end).
+Each reads back what was committed, rather than trusting what the interrupted code was about
+to do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-
-def committed_since(root: Path, name: str) -> Callable[[], str]:
-    """What an interrupted local export committed: a version is committed once its manifest
-    is renamed into versions/ (export.service), so the versions now and before say it."""
-    from netroot.export.manifest import Layout, check_name, current_id
-
-    layout = Layout(root, check_name(name))
-
-    def committed() -> set[str]:
-        return (
-            {p.stem for p in layout.versions.glob("*.json")} if layout.versions.is_dir() else set()
-        )
-
-    before, current = committed(), current_id(layout)
-
-    def said() -> str:
-        new = sorted(committed() - before)
-        if not new:
-            return f"interrupted: nothing committed ({name}'s current is unchanged)"
-        moved = current_id(layout) != current
-        return f"interrupted: {name} {', '.join(new)} committed" + (
-            f"; current -> {current_id(layout)}" if moved else "; current unchanged"
-        )
-
-    return said
-
-
-def on_server(name: str) -> Callable[[], str]:
-    """An export to a server: the server commits only a tree wholly sent and verified, and the
-    control host cannot ask it once its SSH session died with the Ctrl-C."""
-    return lambda: (
-        "interrupted: the server commits a version only once it is wholly sent and verified; "
-        f"`netroot versions {name}` shows whether it was"
-    )
 
 
 def switched(fleet: Any, boards: list[str], version: str) -> str:

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from netroot.errors import UsageError
+from netroot.export.request import Source
 from netroot.export.sources import SourceInfo, SourceRead
+from netroot.export.writer import Writer
 
 
 def open_source(
     source: str, via: str = "auto", progress: Callable[[int, int], None] | None = None
-) -> tuple[SourceInfo, Callable[[Any], SourceRead]]:
+) -> Source:
     """What the source is, and a function that writes its members into a Writer.
 
     For an image, `via` is `auto` (the engine's layer dirs when readable, else `docker
@@ -28,10 +29,10 @@ def open_source(
     if path.exists():
         info = sources.inspect_archive(path, progress)
 
-        def apply_archive(writer: Any) -> SourceRead:
+        def apply_archive(writer: Writer) -> SourceRead:
             return sources.apply_archive(info, writer)
 
-        return info, apply_archive
+        return Source(info, apply_archive)
     from netroot.adapters import docker
     from netroot.export.image import apply_image
 
@@ -48,11 +49,11 @@ def open_source(
         layers=list(image.layers),
     )
 
-    def write_image(writer: Any) -> SourceRead:
+    def write_image(writer: Writer) -> SourceRead:
         with docker.image_files(client, image) as (dirs, open_stream):
             return apply_image(info, dirs, open_stream, writer, via, docker.docker_errors())
 
-    return info, write_image
+    return Source(info, write_image)
 
 
 def name_for(source: str, info: SourceInfo) -> str:

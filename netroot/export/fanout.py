@@ -21,18 +21,16 @@ from __future__ import annotations
 
 import queue
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from netroot.errors import Exit, NetrootError, worst
 from netroot.export import service
-from netroot.export.manifest import Layout, Manifest
-from netroot.export.sources import SourceInfo
-from netroot.export.writer import Progress
-from netroot.inventory import NfsServer
+from netroot.export.manifest import Manifest
+from netroot.export.place import Exported, Fan, Receiver, Root
+from netroot.export.request import ExportOptions, Source
 
 
 @dataclass
@@ -42,7 +40,13 @@ class Fanout:
     version: str
     done: dict[str, service.ExportResult] = field(default_factory=dict)  # server -> result
     failed: dict[str, NetrootError] = field(default_factory=dict)  # server -> why not
-    bytes_sent: dict[str, int] = field(default_factory=dict)  # remote servers: rsync's figure
+    bytes_sent: dict[str, int | None] = field(default_factory=dict)  # rsync's (None: no wire)
+    paths: dict[str, str] = field(default_factory=dict)  # server -> the version's directory
+
+    def add(self, server: str, done: Exported) -> None:
+        self.done[server] = done.result
+        self.paths[server] = done.path
+        self.bytes_sent[server] = done.bytes_sent
 
     @property
     def manifest(self) -> Manifest:
@@ -74,94 +78,61 @@ def exit_code(errors: Iterable[NetrootError]) -> Exit:
     return code if code != Exit.OK else Exit.FAILED
 
 
-@dataclass(frozen=True)
-class Options:
-    """The export's options, the same on every server."""
-
-    switch: bool = True
-    keep: int | None = None
-    keep_host_keys: bool = False
-    protected: frozenset[str] = frozenset()
-    progress: Progress | None = None
-
-    @property
-    def request(self) -> dict[str, Any]:
-        return {"switch": self.switch, "keep": self.keep, "protected": sorted(self.protected)}
-
-
 def export_all(
-    servers: Sequence[NfsServer],
-    info: SourceInfo,
-    apply: Callable[[Any], Any],
-    name: str,
-    options: Options = Options(),
-    mirror: Path | None = None,
+    roots: Mapping[str, Root], source: Source, name: str, options: ExportOptions = ExportOptions()
 ) -> Fanout:
-    """Export to every server; each one's outcome in the result (never raises for one)."""
-    vid = service.planned_version(info, keep_host_keys=options.keep_host_keys)
+    """Export to every root (by server name); each one's outcome in the result (never raises
+    for one). Roots on this host export first, in turn (two servers that share one root share
+    its versions); the others receive at once, the tree built once here."""
+    vid = service.planned_version(source.info, keep_host_keys=options.keep_host_keys)
     out = Fanout(vid)
-    _local(servers, info, apply, name, options, out)
-    remote = [s for s in servers if s.remote]
-    if remote:
-        _remote(remote, info, apply, name, options, mirror, out)
+    first: dict[str, str] = {}  # where -> the first server of that root
+    waiting: dict[str, Receiver] = {}
+    for server, root in roots.items():
+        same = first.setdefault(root.where, server)
+        if same in out.done or same in out.failed:  # the same root: the same versions
+            out.done.update({server: out.done[same]} if same in out.done else {})
+            out.failed.update({server: out.failed[same]} if same in out.failed else {})
+            out.paths[server] = out.paths.get(same, "")
+            continue
+        try:
+            here = root.export_here(source, name, options)
+        except NetrootError as exc:
+            out.failed[server] = exc
+            continue
+        if isinstance(here, Exported):
+            out.add(server, here)
+        else:
+            waiting[server] = here
+    if waiting:
+        _receive(waiting, source, name, options, out)
     return out
 
 
-def _local(
-    servers: Sequence[NfsServer], info: SourceInfo, apply: Callable[[Any], Any], name: str,
-    options: Options, out: Fanout,
-) -> None:  # fmt: skip
-    by_path: dict[Path, str] = {}
-    for server in (s for s in servers if not s.remote):
-        path = Path(server.export_root)
-        if path in by_path:  # the same root: the same versions
-            first = by_path[path]
-            if first in out.done:
-                out.done[server.name] = out.done[first]
-            else:
-                out.failed[server.name] = out.failed[first]
-            continue
-        by_path[path] = server.name
-        try:
-            out.done[server.name] = service.export(
-                info, apply, path, name, keep=options.keep, keep_host_keys=options.keep_host_keys,
-                protected=set(options.protected), progress=options.progress,
-                switch=options.switch,
-            )  # fmt: skip
-        except NetrootError as exc:
-            out.failed[server.name] = exc
-
-
-def _remote(
-    servers: Sequence[NfsServer], info: SourceInfo, apply: Callable[[Any], Any], name: str,
-    options: Options, mirror: Path | None, out: Fanout,
-) -> None:  # fmt: skip
-    """Every server in its own thread; the tree built once, here, when any server needs it.
+def _receive(
+    roots: Mapping[str, Receiver], source: Source, name: str, options: ExportOptions, out: Fanout
+) -> None:
+    """Every root in its own thread; the tree built once, here, when any root needs it.
 
     A worker owns its ssh children from start to end: they die with the thread that started
     them (PR_SET_PDEATHSIG), so a session never crosses threads.
     """
-    from netroot.export.remote import mirror_root
-
-    started = time.monotonic()
-    told: queue.Queue[tuple[str, bool]] = queue.Queue()  # (server, needs the version)
-    built: Future[tuple[Layout, Manifest] | None] = Future()
-    several = len(servers) > 1
-    with ThreadPoolExecutor(len(servers), thread_name_prefix="netroot-push") as pool:
+    told: queue.Queue[bool] = queue.Queue()  # one answer a root: it needs the version
+    built: Future[tuple[Path, Manifest] | None] = Future()
+    # One bar for one root; several at once would fight over it.
+    progress = options.progress if len(roots) == 1 else None
+    fan = Fan(told.put, built.result, time.monotonic(), progress)
+    with ThreadPoolExecutor(len(roots), thread_name_prefix="netroot-push") as pool:
         jobs = {
-            s.name: pool.submit(_push, s, name, out.version, options, told, built, started,
-                                None if several else options.progress)
-            for s in servers
-        }  # fmt: skip
+            s: pool.submit(r.receive, name, out.version, options, fan) for s, r in roots.items()
+        }
         try:
-            needs = [told.get() for _ in servers]
-            if any(wanted for _, wanted in needs):
-                local = mirror or mirror_root(servers[0])
-                made = service.export(
-                    info, apply, local, name, keep=1, keep_host_keys=options.keep_host_keys,
-                    progress=options.progress,
-                )  # fmt: skip
-                built.set_result((Layout(local, name), made.manifest))
+            if any([told.get() for _ in roots]):
+                local = next(iter(roots.values())).mirror
+                mirrored = ExportOptions(keep=1, keep_host_keys=options.keep_host_keys,
+                                         progress=options.progress)  # fmt: skip
+                made = service.export(source, local, name, mirrored)
+                built.set_result((local, made.manifest))
             else:
                 built.set_result(None)
         except BaseException as exc:  # Ctrl-C included: no worker may wait for ever
@@ -169,35 +140,8 @@ def _remote(
                 built.set_exception(exc)  # every waiting worker closes its session and fails
             raise
         finally:
-            for server_name, job in jobs.items():
+            for server, job in jobs.items():
                 try:
-                    result = job.result()
+                    out.add(server, job.result())
                 except NetrootError as exc:
-                    out.failed[server_name] = exc
-                    continue
-                out.done[server_name] = result.result
-                out.bytes_sent[server_name] = result.bytes_sent
-
-
-def _push(
-    server: NfsServer, name: str, vid: str, options: Options,
-    told: queue.Queue[tuple[str, bool]], built: Future[tuple[Layout, Manifest] | None],
-    started: float, progress: Progress | None,
-) -> Any:  # fmt: skip
-    """One server: say whether it needs the version, then finish or receive it."""
-    from netroot.export.remote import Push
-
-    try:
-        push = Push(server, name, vid)
-    except BaseException:
-        told.put((server.name, False))
-        raise
-    try:
-        told.put((server.name, not push.exists))
-        if push.exists:
-            return push.finish(options.request, time.monotonic() - started)
-        tree = built.result()
-        assert tree is not None  # this server needed it, so it was built (or raised)
-        return push.send(tree[0], tree[1], options.request, started, progress)
-    finally:
-        push.close()
+                    out.failed[server] = exc

@@ -17,9 +17,11 @@ is a path on the server and this control host has none. An export then:
 4. sends the manifest to the session, which re-hashes the staged tree ON THE SERVER against it
    and only then renames it into versions/ with its manifest and switches `current`.
 
-`versions`, `prune` and `verify` ask the same helper one question each (--list, --prune,
---verify). SSH, rsync and the session go through netroot.adapters.server (the inventory's user
-and key, known_hosts checked strictly, `sudo -n`, children that die with this process).
+`ServerRoot` is such a server as a place (netroot.export.place): `versions`, `prune` and
+`verify` ask the same helper one question each (--list, --prune, --verify), `repair` a
+session of its own (--repair). SSH, rsync and the session go through netroot.adapters.server
+(the inventory's user and key, known_hosts checked strictly, `sudo -n`, children that die with
+this process).
 """
 
 from __future__ import annotations
@@ -29,10 +31,9 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Unpack
+from typing import Any
 
 from netroot.adapters import server as adapter
 from netroot.adapters.ssh import resolve
@@ -40,7 +41,8 @@ from netroot.bundle import helper_command
 from netroot.errors import Exit, NetrootError, UsageError
 from netroot.export import service
 from netroot.export.manifest import BUSY_HINT, Layout, Manifest, check_name
-from netroot.export.sources import SourceInfo, SourceRead
+from netroot.export.place import Checked, Exported, Fan, Listing, Protection, Pruned, Repaired
+from netroot.export.request import ExportOptions, Source
 from netroot.export.versiontree import PrunePlan
 from netroot.export.writer import Progress
 from netroot.inventory import NfsServer
@@ -63,15 +65,6 @@ RSYNC_FLAGS = (
     "--timeout=300",
     EXACT_TIMES,
 )
-
-
-@dataclass
-class RemoteResult:
-    result: service.ExportResult
-    server: str
-    path: str  # the version's directory on the server
-    bytes_sent: int  # rsync's "Total bytes sent" (0 for a no-op)
-    literal_bytes: int  # file data actually sent (the rest were links or matched blocks)
 
 
 def _send(
@@ -131,35 +124,6 @@ def _once(server: NfsServer, args: list[str], what: str) -> dict[str, Any]:
             f"{server.name}: {reply.get('error')}", f"see `netroot versions` on {server.name}"
         )
     return reply
-
-
-def verify_remote(server: NfsServer, name: str, vid: str | None) -> dict[str, Any]:
-    """Re-hash a version on the server against its manifest there (reads only)."""
-    args = ["--verify", server.export_root, check_name(name), vid or ""]
-    return _once(server, args, "verifying")
-
-
-def versions_remote(server: NfsServer, name: str) -> tuple[str | None, list[Manifest]]:
-    """`current` and the committed versions of NAME on the server, oldest first (reads only)."""
-    reply = _once(server, ["--list", server.export_root, check_name(name)], "listing versions")
-    found = [Manifest.from_json(text, entries=False) for text in reply["versions"]]
-    return reply["current"], found
-
-
-def prune_plan_remote(
-    server: NfsServer,
-    name: str,
-    keep: int,
-    protected: Mapping[str, Sequence[str]] | set[str],
-    *,
-    dry_run: bool = False,
-) -> PrunePlan:
-    """Prune on the server (under the export's lock there), or with `dry_run` only plan it
-    (no lock, nothing written): what goes and why each other version stays."""
-    why = service.reasons(protected)
-    args = ["--prune", server.export_root, check_name(name), str(keep), "1" if dry_run else "0"]
-    plan = _once(server, [*args, json.dumps(why, sort_keys=True)], "pruning")["plan"]
-    return PrunePlan(list(plan["remove"]), dict(plan["kept"]), list(plan["order"]))
 
 
 class Session(adapter.HelperSession):
@@ -224,17 +188,13 @@ class Push:
         return bool(self.hello["exists"])
 
     def _result(self, manifest: Manifest, noop: bool, done: dict[str, Any], seconds: float,
-                stats: dict[str, int]) -> RemoteResult:  # fmt: skip
+                stats: dict[str, int]) -> Exported:  # fmt: skip
         result = service.ExportResult(manifest, noop, done["switched"], done["pruned"], seconds)
-        return RemoteResult(
-            result,
-            self.server.name,
-            str(self.layout.version_dir(self.vid)),
-            stats.get("total bytes sent", 0),
-            stats.get("literal data", 0),
-        )
+        path = str(self.layout.version_dir(self.vid))
+        sent = stats.get("total bytes sent", 0)  # rsync's figure (0 for a no-op)
+        return Exported(result, self.layout.name, path, self.server.name, sent)
 
-    def finish(self, request: dict[str, Any], seconds: float) -> RemoteResult:
+    def finish(self, request: dict[str, Any], seconds: float) -> Exported:
         """The version is there: switch and prune as asked (a no-op export)."""
         done = self.session.request({"op": "finish", **request})
         manifest = Manifest.from_json(self.hello["manifest"], entries=False)
@@ -243,7 +203,7 @@ class Push:
     def send(
         self, mirror: Layout, built: Manifest, request: dict[str, Any], started: float,
         progress: Progress | None = None,
-    ) -> RemoteResult:  # fmt: skip
+    ) -> Exported:  # fmt: skip
         """rsync the mirror's version into staging there, verify it there, commit it."""
         text = mirror.manifest_path(self.vid).read_bytes()
         suspects = self.session.request({"op": "collisions", "manifest_bytes": len(text)}, text)
@@ -264,52 +224,116 @@ class Push:
         self.session.close()
 
 
-def export_remote(
-    info: SourceInfo,
-    apply: Callable[[Any], SourceRead],
-    server: NfsServer,
-    name: str,
-    *,
-    mirror: Path | None = None,
-    **options: Unpack[service.ExportOptions],
-) -> RemoteResult:
-    """Build the version locally, send it to the server, verify and commit it there."""
-    started = time.monotonic()
-    keep_host_keys, progress = options.get("keep_host_keys", False), options.get("progress")
-    vid = service.planned_version(info, keep_host_keys=keep_host_keys)
-    request = {
-        "switch": options.get("switch", True),
-        "keep": options.get("keep"),
-        "protected": sorted(options.get("protected") or ()),
-    }
-    push = Push(server, name, vid)
-    try:
-        if push.exists:
-            return push.finish(request, time.monotonic() - started)
-        local = mirror or mirror_root(server)
-        built = service.export(
-            info, apply, local, name, keep=1, keep_host_keys=keep_host_keys, progress=progress
+class ServerRoot:
+    """One NFS server's export root, reached over SSH (its netroot_export_remote)."""
+
+    def __init__(self, server: NfsServer, mirror: Path | None = None) -> None:
+        """mirror: where this host builds what it sends (default: its cache's, per server)."""
+        self.server = server
+        self._mirror = mirror
+
+    @property
+    def where(self) -> str:
+        return f"{self.server.name}:{self.server.export_root}"
+
+    @property
+    def label(self) -> str:
+        return self.server.name
+
+    @property
+    def mirror(self) -> Path:
+        return self._mirror or mirror_root(self.server)
+
+    def export(self, source: Source, name: str, options: ExportOptions) -> Exported:
+        """Build the version here (in the mirror), send it, verify and commit it there."""
+        started = time.monotonic()
+        vid = service.planned_version(source.info, keep_host_keys=options.keep_host_keys)
+        push = Push(self.server, name, vid)
+        try:
+            if push.exists:
+                return push.finish(options.request, time.monotonic() - started)
+            built = self._build(source, name, options)
+            return push.send(
+                Layout(self.mirror, name), built, options.request, started, options.progress
+            )
+        finally:
+            push.close()
+
+    def _build(self, source: Source, name: str, options: ExportOptions) -> Manifest:
+        """The version in this host's mirror (pruned to it: the mirror keeps one)."""
+        mirrored = ExportOptions(keep=1, keep_host_keys=options.keep_host_keys,
+                                 progress=options.progress)  # fmt: skip
+        return service.export(source, self.mirror, name, mirrored).manifest
+
+    def export_here(self, source: Source, name: str, options: ExportOptions) -> ServerRoot:
+        return self  # nothing here: the tree is received in the second step
+
+    def receive(self, name: str, vid: str, options: ExportOptions, fan: Fan) -> Exported:
+        """One server of several: say whether it needs the version, then finish or receive."""
+        try:
+            push = Push(self.server, name, vid)
+        except BaseException:
+            fan.needs(False)
+            raise
+        try:
+            fan.needs(not push.exists)
+            if push.exists:
+                return push.finish(options.request, time.monotonic() - fan.started)
+            tree = fan.built()
+            assert tree is not None  # this server needed it, so it was built (or raised)
+            return push.send(
+                Layout(tree[0], name), tree[1], options.request, fan.started, fan.progress
+            )
+        finally:
+            push.close()
+
+    def repair(self, source: Source, name: str, options: ExportOptions) -> Repaired:
+        return Repaired(name, self.label, repair_remote(self, source, name, options))
+
+    def _once(self, args: list[str], what: str) -> dict[str, Any]:
+        return _once(self.server, [args[0], self.server.export_root, *args[1:]], what)
+
+    def versions(self, name: str) -> Listing:
+        """`current` and the committed versions of NAME there, oldest first (reads only)."""
+        reply = self._once(["--list", check_name(name)], "listing versions")
+        found = [Manifest.from_json(text, entries=False) for text in reply["versions"]]
+        return Listing(name, self.where, reply["current"], found)
+
+    def verify(self, name: str, vid: str | None, root: Path | None = None) -> Checked:
+        """Re-hash a version there against its manifest there (reads only)."""
+        r = self._once(["--verify", check_name(name), vid or ""], "verifying")
+        return Checked(
+            name, r["version"], r["files"], r["tree_hash"], r["differences"], r["source"],
+            r["repo_tags"], r["image_id"], root,
+        )  # fmt: skip
+
+    def prune(self, name: str, keep: int, protection: Protection, *, dry_run: bool) -> Pruned:
+        """Prune there (under the export's lock there), or with `dry_run` only plan it (no
+        lock, nothing written): what goes and why each other version stays."""
+        why = json.dumps(service.reasons(protection), sort_keys=True)
+        args = ["--prune", check_name(name), str(keep), "1" if dry_run else "0", why]
+        plan = self._once(args, "pruning")["plan"]
+        found = PrunePlan(list(plan["remove"]), dict(plan["kept"]), list(plan["order"]))
+        return Pruned(name, self.label, found, dry_run)
+
+    def interrupted(self, name: str) -> Callable[[], str]:
+        """The server commits only a tree wholly sent and verified, and this host cannot ask
+        it once its SSH session died with the Ctrl-C."""
+        return lambda: (
+            "interrupted: the server commits a version only once it is wholly sent and "
+            f"verified; `netroot versions {name}` shows whether it was"
         )
-        return push.send(Layout(local, name), built.manifest, request, started, progress)
-    finally:
-        push.close()
 
 
 def repair_remote(
-    info: SourceInfo,
-    apply: Callable[[Any], SourceRead],
-    server: NfsServer,
-    name: str,
-    *,
-    mirror: Path | None = None,
-    **options: Unpack[service.ExportOptions],
+    root: ServerRoot, source: Source, name: str, options: ExportOptions
 ) -> service.RepairResult:
     """Put a damaged version on the server back in place (netroot.remote.export_repair): the
     server names the damaged paths, this host builds the version in its mirror (from the
     source) and sends only those paths, the server checks and puts them back."""
     started = time.monotonic()
-    keep_host_keys, progress = options.get("keep_host_keys", False), options.get("progress")
-    vid = service.planned_version(info, keep_host_keys=keep_host_keys)
+    server, local = root.server, root.mirror
+    vid = service.planned_version(source.info, keep_host_keys=options.keep_host_keys)
     target = remote_target(server)
     session = Session(target, server.export_root, check_name(name), vid, "--repair")
     try:
@@ -317,14 +341,14 @@ def repair_remote(
         if not hello["damaged"]:
             summary = Manifest.from_json(hello["manifest"], entries=False)
             return service.RepairResult(summary, [], [], time.monotonic() - started)
-        local = mirror or mirror_root(server)
-        made = service.export(
-            info, apply, local, name, keep=1, keep_host_keys=keep_host_keys, progress=progress
-        )
+        mirrored = ExportOptions(keep=1, keep_host_keys=options.keep_host_keys,
+                                 progress=options.progress)  # fmt: skip
+        made = service.export(source, local, name, mirrored)
         if made.noop and service.verify(local, name, vid)[1]:
             # The mirror's copy is the good copy sent: put it back first if it is damaged too.
-            service.repair(info, apply, local, name, keep_host_keys=keep_host_keys)
-        built = made.manifest
+            service.repair(
+                source, local, name, ExportOptions(keep_host_keys=options.keep_host_keys)
+            )
         tree = Layout(local, name).version_dir(vid)
         with tempfile.NamedTemporaryFile(prefix="netroot-repair-") as listing:
             # NUL-separated bytes (a name may hold a newline); "." is the version's root.
@@ -338,7 +362,7 @@ def repair_remote(
             )  # fmt: skip
         done = session.request({"op": "repair"}, what="repairing")
         return service.RepairResult(
-            built, done["done"], done["remaining"], time.monotonic() - started
+            made.manifest, done["done"], done["remaining"], time.monotonic() - started
         )
     finally:
         session.close()

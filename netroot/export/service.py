@@ -6,11 +6,10 @@ import ctypes
 import datetime as dt
 import errno
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict, Unpack
 
 from netroot import __version__
 from netroot.errors import Exit, NetrootError, UsageError
@@ -36,11 +35,10 @@ from netroot.export.manifest import (
 from netroot.export.manifest import (
     switch_current as switch_current,
 )
+from netroot.export.request import ExportOptions, Source
 from netroot.export.scan import scan
-from netroot.export.sources import SourceInfo, SourceRead
+from netroot.export.sources import SourceInfo
 from netroot.export.writer import Progress, Reuse, Writer, is_enospc
-
-Apply = Callable[[Writer], SourceRead]  # writes the source; says how it was read
 
 
 @dataclass
@@ -113,27 +111,16 @@ def list_versions(layout: Layout) -> list[Manifest]:
     return versiontree.committed(layout)
 
 
-class ExportOptions(TypedDict, total=False):
-    """An export's options, local (export) or remote (export.remote.export_remote)."""
-
-    keep: int | None  # prune to this many versions after (default: no prune)
-    keep_host_keys: bool  # keep the image's SSH host keys (default: removed)
-    protected: set[str] | None  # versions a prune never removes
-    progress: Progress | None
-    switch: bool  # move `current` to the version (default: yes)
-
-
 def export(
-    info: SourceInfo, apply: Apply, root: Path, name: str, **options: Unpack[ExportOptions]
+    source: Source, root: Path, name: str, options: ExportOptions = ExportOptions()
 ) -> ExportResult:
     """Write the source as a new verified version and switch `current` to it.
 
     switch=False exports without moving `current` (a rollout moves it only once every board
     it targets ran the version green).
     """
-    keep, protected = options.get("keep"), options.get("protected")
-    keep_host_keys, progress = options.get("keep_host_keys", False), options.get("progress")
-    switch = options.get("switch", True)
+    info, keep, switch, protected = source.info, options.keep, options.switch, options.protected
+    keep_host_keys, progress = options.keep_host_keys, options.progress
     started = dt.datetime.now(dt.UTC)
     layout = Layout(root, check_name(name))
     vid = planned_version(info, keep_host_keys=keep_host_keys)
@@ -152,7 +139,7 @@ def export(
         staging = layout.staging / vid
         staging.mkdir()
         try:
-            manifest = _build(info, apply, layout, staging, vid, reuse, keep_host_keys, progress)
+            manifest = _build(source, layout, staging, vid, reuse, keep_host_keys, progress)
             manifest.reused_from = base or "" if manifest.reused_files else ""
             versiontree.commit(layout, staging, vid, manifest.to_json())
         except BaseException as exc:
@@ -186,12 +173,12 @@ class RepairResult:
 
 
 def repair(
-    info: SourceInfo, apply: Apply, root: Path, name: str, **options: Unpack[ExportOptions]
+    source: Source, root: Path, name: str, options: ExportOptions = ExportOptions()
 ) -> RepairResult:
     """Put a damaged version back as its manifest records it, in place (netroot.export.repair
     says why in place), from a fresh build of its source; `current` is not moved."""
     started = dt.datetime.now(dt.UTC)
-    keep_host_keys, progress = options.get("keep_host_keys", False), options.get("progress")
+    info, keep_host_keys, progress = source.info, options.keep_host_keys, options.progress
     layout = Layout(root, check_name(name))
     vid = planned_version(info, keep_host_keys=keep_host_keys)
     if not layout.manifest_path(vid).exists():
@@ -216,7 +203,7 @@ def repair(
             staging = layout.staging / vid
             staging.mkdir()
             try:
-                good = _build(info, apply, layout, staging, vid, reuse, keep_host_keys, progress)
+                good = _build(source, layout, staging, vid, reuse, keep_host_keys, progress)
                 _check_good(info, manifest, actual, good.entries)
                 done = repairing.repair(version, staging, manifest.entries, actual)
             finally:
@@ -251,8 +238,7 @@ def planned_version(info: SourceInfo, *, keep_host_keys: bool = False) -> str:
 
 
 def _build(
-    info: SourceInfo,
-    apply: Apply,
+    source: Source,
     layout: Layout,
     staging: Path,
     vid: str,
@@ -260,8 +246,9 @@ def _build(
     keep_host_keys: bool,
     progress: Progress | None,
 ) -> Manifest:
+    info = source.info
     writer = Writer(staging, reuse=reuse, progress=progress)
-    read = apply(writer)
+    read = source.write(writer)
     writer.origins.update(read.origins)
     if len(writer.expected) == 1:  # only the root: a board cannot run nothing
         raise UsageError(
@@ -329,7 +316,7 @@ def prune_plan(
     root: Path,
     name: str,
     keep: int,
-    protected: Mapping[str, Sequence[str]] | set[str],
+    protected: Mapping[str, Sequence[str]] | Set[str],
     *,
     dry_run: bool = False,
 ) -> versiontree.PrunePlan:
@@ -349,14 +336,14 @@ def prune_plan(
         return plan
 
 
-def reasons(protected: Mapping[str, Sequence[str]] | set[str] | None) -> dict[str, list[str]]:
+def reasons(protected: Mapping[str, Sequence[str]] | Set[str] | None) -> dict[str, list[str]]:
     """Protected versions with why (a bare set: "protected")."""
     if isinstance(protected, Mapping):
         return {v: list(why) for v, why in protected.items()}
     return {v: ["protected"] for v in protected or ()}
 
 
-def _prune_after(layout: Layout, keep: int | None, protected: set[str] | None) -> list[str]:
+def _prune_after(layout: Layout, keep: int | None, protected: frozenset[str]) -> list[str]:
     if not keep:
         return []
     plan = versiontree.plan_prune(layout, keep, reasons(protected))

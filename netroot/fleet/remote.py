@@ -6,8 +6,11 @@ control hosts see one fleet and one writer. This host opens one session per comm
 server's helper (netroot.remote.fleet, sent as the export's helper is, by netroot.bundle) over
 SSH with become (netroot.adapters.server): the state is read and written through it, the lock
 is taken by it and lives as long as this command's ssh (a control host killed frees it), and
-`current` moves through it only while the lock is held. The rollout's export is the remote export's
-(netroot.export.remote, `current` unchanged).
+`current` moves through it only while the lock is held. The versions are reached the same way
+(netroot.export.remote.ServerRoot: RemoteRoot is that server's root, all verbs in one object).
+
+`open_place` and `open_root` are where it is decided, once, where a version lives: this host's
+export root, one server's over SSH, or several servers.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from typing import Any
 from netroot.adapters import server as adapter
 from netroot.bundle import helper_command
 from netroot.errors import Exit, NetrootError
+from netroot.export.onservers import Servers
+from netroot.export.place import Place
+from netroot.export.remote import ServerRoot, remote_target
 from netroot.fleet.root import ExportRoot, LocalRoot
 from netroot.fleet.service import Fleet
 from netroot.fleet.state import State, parse_state
@@ -42,18 +48,15 @@ class _Session(adapter.HelperSession):
         return super().reply_error(reply, what)
 
 
-class RemoteRoot:
-    """ExportRoot on the NFS server, through one helper session opened at first use."""
+class RemoteRoot(ServerRoot):
+    """ExportRoot on the NFS server: its versions through the export's helper (ServerRoot),
+    the fleet's state and lock through one fleet helper session opened at first use."""
 
     def __init__(self, server: NfsServer) -> None:
-        self.server = server
+        super().__init__(server)
         self._session: _Session | None = None
         self._mutex = threading.Lock()  # one request at a time: the command's and the pings
         self._held = False  # this session holds the writer's lock
-
-    @property
-    def where(self) -> str:
-        return f"{self.server.name}:{self.server.export_root}"
 
     def _open(self) -> _Session:
         if self._session is not None and self._session.proc.poll() is not None and not self._held:
@@ -61,8 +64,6 @@ class RemoteRoot:
             # holding no lock is opened again, one holding the lock never (it is lost).
             self.close()
         if self._session is None:
-            from netroot.export.remote import remote_target
-
             target = remote_target(self.server)
             client = f"{this_host()} pid {os.getpid()}"
             command = helper_command("netroot.remote.fleet", [self.server.export_root, client])
@@ -165,3 +166,24 @@ def open_root(server: NfsServer) -> ExportRoot:
     if server.remote:
         return RemoteRoot(server)
     return LocalRoot(Path(server.export_root))
+
+
+DEFAULT_ROOT = Path("/srv/netroot")
+
+
+def open_place(inventory: Inventory | None, root: Path | None) -> Place:
+    """Where the export commands work: `root` (--root DIR) on this host; else the inventory's
+    NFS servers, several as one place (each its own root), one as its root (here or over SSH);
+    with no server listed, DEFAULT_ROOT on this host."""
+    if root is not None or inventory is None or not inventory.servers:
+        return LocalRoot(root or DEFAULT_ROOT)
+    roots = {name: open_root(server) for name, server in inventory.servers.items()}
+    if len(roots) == 1:
+        return roots[inventory.server.name]
+    return Servers(roots, lambda name: serving(inventory, name))
+
+
+def serving(inventory: Inventory, name: str) -> list[str]:
+    """The servers an export of NAME goes to: those serving a board of that image, else all."""
+    found = inventory.servers_for(b for b in inventory.boards.values() if b.image == name)
+    return [s.name for s in found] or list(inventory.servers)

@@ -1,10 +1,12 @@
-"""Where the fleet state, the writer's lock and each image's `current` live: one object per run.
+"""Where the fleet state, the writer's lock and each image's `current` live: one object per
+server, the same object that holds its versions (netroot.export.place: export, versions,
+verify, prune, repair).
 
 `LocalRoot` is an export root on this host (the NFS server itself, or a host that mounts its
 export root): the state file, the lock file and `current` are read and written here.
 netroot.fleet.remote.RemoteRoot is the same thing on a server reached over SSH (its
-netroot_export_remote). The CLI chooses one per NFS server, once, and hands them to `Fleet`
-(the fleet home's holds the state and the lock); no command asks which it has.
+netroot_export_remote). netroot.fleet.remote.open_root chooses one per NFS server, once, and
+`Fleet` gets them (the fleet home's holds the state and the lock); no command asks which it has.
 """
 
 from __future__ import annotations
@@ -16,17 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from netroot.export.here import HostRoot
+from netroot.export.place import Root
 from netroot.fleet.events import EVENTS_NAME, MAX_BYTES
 from netroot.fleet.state import State, load_state
 from netroot.fsutil import append_lines, read_log
 from netroot.remote import lock
 
 
-class ExportRoot(Protocol):
-    @property
-    def where(self) -> str:
-        """For messages: a path, or server:path."""
-        ...
+class ExportRoot(Root, Protocol):
+    """A server's export root: its versions (Root's verbs), and the fleet's state and lock."""
 
     def load(self, inventory_path: Path | None) -> State: ...
 
@@ -54,13 +55,7 @@ class ExportRoot(Protocol):
 
 
 @dataclass(frozen=True)
-class LocalRoot:
-    path: Path
-
-    @property
-    def where(self) -> str:
-        return str(self.path)
-
+class LocalRoot(HostRoot):
     def load(self, inventory_path: Path | None) -> State:
         return load_state(self.path, inventory_path)
 

@@ -114,7 +114,7 @@ class Fleet:
 
     def current_of(self, image: str, server: str = "") -> str | None:
         """The image's release pointer `current` on a server (default: the fleet home)."""
-        return (self.root_of(server) if server else self.store).current(image)
+        return self.root_of(server or self.inventory.server.name).current(image)
 
     def desired(
         self, boards: Iterable[Board], state: State, down: dict[str, str] | None = None
@@ -185,10 +185,6 @@ class Fleet:
                 moved = False
         return moved
 
-    def protected(self, image: str) -> set[str]:
-        """Versions of `image` that prune must keep (reads the state; never locks)."""
-        return set(self.protection(image))
-
     def protection(self, image: str) -> dict[str, list[str]]:
         """Versions of `image` that prune must keep, each with why (reads; never locks)."""
         boards = [b for b in self.inventory.boards.values() if b.image == image]
@@ -237,21 +233,14 @@ def smoke_expectations(desired: Mapping[str, Desired]) -> dict[str, dict[str, An
     return {board: {"version": d.version} for board, d in desired.items() if d.version}
 
 
-def protected_versions(
-    boards: Iterable[Board], state: State, desired: Mapping[str, Desired], image: str
-) -> set[str]:
-    """Versions of `image` that prune must keep: what a board should run, is assigned, last ran
-    green, or has mounted (pure)."""
-    return set(protection_reasons(boards, state, desired, image))
-
-
 WHY = {"pin": "pinned by", "assigned": "assigned to", "current": "followed by"}
 
 
 def protection_reasons(
     boards: Iterable[Board], state: State, desired: Mapping[str, Desired], image: str
 ) -> dict[str, list[str]]:
-    """protected_versions, each with why in words ("pinned by pi-01", "last green on
+    """Versions of `image` that prune must keep: what a board should run, is assigned, last
+    ran green, or has mounted, each with why in words ("pinned by pi-01", "last green on
     pi-02"), for prune's table (pure)."""
     keep: dict[str, list[str]] = {}
     for board in boards:

@@ -109,7 +109,8 @@ def run(
     Call with the writer's lock held. `engine_fleet` replaces the Ansible fleet (tests).
     become_checked: the caller ran `check_become` on the server and every planned board.
     """
-    from netroot.export.fanout import Options, export_all
+    from netroot.export.fanout import export_all
+    from netroot.export.request import ExportOptions, Source
     from netroot.rollout.drive import AnsibleDriver, PastDownServers
 
     state = fleet.load()  # again: the plan was read before the lock
@@ -117,7 +118,8 @@ def run(
     servers = fleet.inventory.servers_for(planned.boards)
     where = ", ".join(fleet.root_of(s.name).where for s in servers)
     log(f"export {source} as {name} to {where} (current unchanged) ...")
-    exported = export_all(servers, info, apply, name, Options(switch=False))
+    roots = {s.name: fleet.root_of(s.name) for s in servers}
+    exported = export_all(roots, Source(info, apply), name, ExportOptions(switch=False))
     if not exported.done:  # nowhere to switch a board to: the rollout cannot start
         raise exported.error()
     for server, why in exported.failed.items():

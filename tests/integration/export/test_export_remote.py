@@ -372,22 +372,21 @@ def _full_disk(remote: Remote, fidelity_tar: Path, tmp_path: Path) -> None:
 
 def test_transfer_reports_progress(remote: Remote, tmp_path: Path) -> None:
     from netroot.export import sources
-    from netroot.export.remote import export_remote
+    from netroot.export.remote import ServerRoot
+    from netroot.export.request import ExportOptions, Source
     from netroot.inventory import load
 
     bulk = tmp_path / "p.tar"
     write_bulk_rootfs(bulk, 16 << 20, 100, seed=0)
     info = sources.inspect_archive(bulk)
     seen: list[tuple[int, int]] = []
-    done = export_remote(
-        info,
-        lambda w: sources.apply_archive(info, w),
-        load(remote.inventory).server,
+    root = ServerRoot(load(remote.inventory).server, mirror=tmp_path / "mirror")
+    done = root.export(
+        Source(info, lambda w: sources.apply_archive(info, w)),
         "img",
-        progress=lambda b, f: seen.append((b, f)),
-        mirror=tmp_path / "mirror",
+        ExportOptions(progress=lambda b, f: seen.append((b, f))),
     )
-    assert done.bytes_sent > 16 << 20 and done.result.switched
+    assert done.bytes_sent is not None and done.bytes_sent > 16 << 20 and done.result.switched
     # rsync's progress lines (its files counted from the first, xfr#1) up to the whole tree.
     assert (1 in {f for _, f in seen}) and seen[-1][0] >= done.result.manifest.bytes
 

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from netroot.cli.interrupted import committed_since, rolled_back, switched
+from netroot.cli.interrupted import rolled_back, switched
 from netroot.errors import Exit
+from netroot.export.here import committed_since
 from netroot.fleet.state import BoardState, State
 from netroot.remote.fleet import STATE_NAME
 

@@ -76,3 +76,43 @@ def test_the_kind_figures_count_what_they_say(tmp_path: Path) -> None:
         "remote": ["netroot.fleet.remote", "netroot.remote"],
         "service": ["netroot.fleet.service", "netroot.rollout.service"],
     }
+
+
+def test_where_branches_and_tree_rules_are_found_by_their_shapes(tmp_path: Path) -> None:
+    pkg = tmp_path / "netroot"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text(
+        "import os\n"
+        "def f(server, servers, layout, found):\n"
+        "    if server.remote:\n"  # 3
+        "        pass\n"
+        "    x = 1 if server is not None else 2\n"  # 5
+        "    if len(servers) >= 2:\n"  # 6
+        "        pass\n"
+        "    if server.state == 'ok':\n"  # not a where branch
+        "        pass\n"
+        "    os.chmod(layout.base, 0o700)\n"
+        "    return sorted(found, key=lambda m: m.exported_at)\n"
+        "def commit(layout, staging, final, m):\n"
+        "    os.rename(staging, final)\n"
+        "    os.rename(m, layout.manifest_path('v'))\n"
+    )
+    (pkg / "b.py").write_text(
+        "import os\n"
+        "def g(layout):\n"
+        "    layout.base.mkdir(mode=0o700)\n"
+        "    for child in layout.staging.iterdir():\n"
+        "        pass\n"
+        "    found = [(p.stat().st_mtime_ns, p.name) for p in layout.versions.iterdir()]\n"
+        "    return sorted(found)\n"
+    )
+    figures = _metrics().measure(tmp_path)
+    assert figures["where_branches"] == ["netroot.a:3", "netroot.a:5", "netroot.a:6"]
+    assert figures["tree_rules_homes"] == {
+        "base mode": "netroot.a netroot.b",
+        "stale-staging cleanup": "netroot.b",
+        "two-rename commit": "netroot.a",
+        "newest (prune's order)": "netroot.a netroot.b",
+    }
+    assert set(figures["tree_rules_twice"]) == {"base mode", "newest (prune's order)"}

@@ -42,8 +42,6 @@ IO_MODULES = (
     "BOARD_PROGRAM",  # the QPU program, run on the board (above)
     # The one module of its room that reaches a host; the rest of the room is checked.
     "netroot.export.remote",  # a remote export: ssh + rsync through adapters.server
-    "netroot.export.fanout",  # one export to several servers: export.remote's sessions, at once
-    "netroot.export.onservers",  # versions/verify/prune on each server (export.remote's helper)
     "netroot.fleet.remote",  # a remote root's state and lock: a helper session over ssh
     "netroot.fleet.probe",  # the status probe's SSH round trip
     "netroot.netboot.install",  # dnsmasq --test before a config is installed

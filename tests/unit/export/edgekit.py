@@ -11,6 +11,7 @@ import pytest
 from netroot.errors import Exit, NetrootError
 from netroot.export import service, sources
 from netroot.export.manifest import Layout
+from netroot.export.request import Source
 from tests.unit.export.tarbuild import Spec, write_tar
 
 GOOD = [Spec("bin", "d", mode=0o755), Spec("bin/sh", data=b"#!sh\n", mode=0o755)]
@@ -18,7 +19,7 @@ GOOD = [Spec("bin", "d", mode=0o755), Spec("bin/sh", data=b"#!sh\n", mode=0o755)
 
 def export_file(archive: Path, root: Path, name: str = "img") -> service.ExportResult:
     info = sources.inspect_archive(archive)
-    return service.export(info, lambda w: sources.apply_archive(info, w), root, name)
+    return service.export(Source(info, lambda w: sources.apply_archive(info, w)), root, name)
 
 
 def good_version(tmp_path: Path) -> str:

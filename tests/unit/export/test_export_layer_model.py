@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from netroot.errors import UsageError
 from netroot.export import overlay, service, sources
 from netroot.export.members import UnsafeMember
+from netroot.export.request import Source
 from netroot.export.writer import Writer
 from tests.unit.export.tarbuild import Spec, write_docker_save
 
@@ -118,7 +119,8 @@ def test_layers_match_the_model(
     info = sources.inspect_archive(archive)
     expected = predict(layers)
     try:
-        result = service.export(info, lambda w: sources.apply_archive(info, w), base / "r", "m")
+        source = Source(info, lambda w: sources.apply_archive(info, w))
+        result = service.export(source, base / "r", "m")
     except UnsafeMember:
         assert expected is None
         return

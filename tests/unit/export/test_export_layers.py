@@ -9,6 +9,7 @@ import pytest
 
 from netroot.export import service, sources
 from netroot.export.members import UnsafeMember
+from netroot.export.request import Source
 from tests.unit.export.tarbuild import Spec, write_docker_save
 
 BASE = [
@@ -48,9 +49,8 @@ def export_save(tmp_path: Path, layers: list[list[Spec]]) -> Path:
     info = sources.inspect_archive(archive)
     assert info.kind == "docker-save"
     assert info.repo_tags == ["test/layers:1"]
-    result = service.export(
-        info, lambda w: sources.apply_archive(info, w), tmp_path / "root", "layers"
-    )
+    source = Source(info, lambda w: sources.apply_archive(info, w))
+    result = service.export(source, tmp_path / "root", "layers")
     return tmp_path / "root" / "layers" / "versions" / result.manifest.version
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from netroot.bundle import helper_command
 from netroot.export import service, sources, versiontree
 from netroot.export.manifest import Layout
+from netroot.export.request import Source
 from tests.unit.export.tarbuild import Spec, write_tar
 from tests.unit.export.test_export_service import run_nr
 
@@ -22,7 +23,7 @@ ROOTFS = [Spec("etc", "d"), Spec("etc/os-release", data=b"ID=test\n")]
 
 def export_archive(archive: Path, root: Path, name: str = "img") -> service.ExportResult:
     info = sources.inspect_archive(archive)
-    return service.export(info, lambda w: sources.apply_archive(info, w), root, name)
+    return service.export(Source(info, lambda w: sources.apply_archive(info, w)), root, name)
 
 
 def _versions(tmp_path: Path, count: int) -> list[str]:

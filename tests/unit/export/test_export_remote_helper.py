@@ -19,6 +19,7 @@ from netroot.adapters import server as adapter
 from netroot.bundle import helper_command
 from netroot.export import remote, service, sources, versiontree
 from netroot.export.manifest import Layout
+from netroot.export.request import Source
 from netroot.inventory import Host, NfsServer
 from netroot.sshtarget import target_for
 from tests.unit.export.tarbuild import Spec, write_tar
@@ -38,7 +39,7 @@ def _build(tmp_path: Path, specs: list[Spec], tag: str) -> service.ExportResult:
     archive = write_tar(tmp_path / f"{tag}.tar", specs)
     info = sources.inspect_archive(archive)
     apply = lambda w: sources.apply_archive(info, w)  # noqa: E731
-    return service.export(info, apply, tmp_path / "mirror", "img")
+    return service.export(Source(info, apply), tmp_path / "mirror", "img")
 
 
 class Helper:

@@ -14,6 +14,7 @@ import pytest
 from netroot.errors import Exit, NetrootError
 from netroot.export import repair, service, sources
 from netroot.export.manifest import Layout, Manifest
+from netroot.export.request import Source
 from netroot.export.scan import scan
 from tests.unit.export.tarbuild import Spec, write_tar
 from tests.unit.export.test_export_prune import export_archive
@@ -114,7 +115,8 @@ def test_a_good_copy_that_differs_is_refused_and_nothing_changes(tmp_path: Path)
     # (Entries, not inodes: the fresh build hard-links intact files, which moves their ctime.)
     before = scan(str(version))
     with pytest.raises(NetrootError, match=r"does not give rootfs@.* at 1 of its damaged") as err:
-        service.repair(info, lambda w: sources.apply_archive(elsewhere, w), layout.root, "rootfs")
+        wrong = Source(info, lambda w: sources.apply_archive(elsewhere, w))
+        service.repair(wrong, layout.root, "rootfs")
     assert err.value.code == Exit.CHECKS
     assert service.verify(layout.root, "rootfs")[1]  # still damaged, and untouched
     assert scan(str(version)) == before

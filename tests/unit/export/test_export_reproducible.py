@@ -19,6 +19,7 @@ import pytest
 from netroot.export import service
 from netroot.export.image import CONTAINER_MADE, apply_image, image_time_ns
 from netroot.export.manifest import Layout
+from netroot.export.request import Source
 from netroot.export.sources import SourceInfo
 from netroot.export.writer import Writer
 from tests.unit.export.tarbuild import Spec, tar_bytes
@@ -74,7 +75,7 @@ def _export(root: Path, made_at: int, dirs: list[str] | None) -> service.ExportR
     def apply(w: Writer) -> object:
         return apply_image(info, dirs, opener, w)
 
-    return service.export(info, apply, root, "img")  # type: ignore[arg-type]
+    return service.export(Source(info, apply), root, "img")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("by", ["stream", "layer-dirs"])

@@ -15,6 +15,7 @@ import pytest
 from netroot.errors import NetrootError
 from netroot.export import service, sources
 from netroot.export.manifest import Layout, Manifest, try_lock
+from netroot.export.request import ExportOptions, Source
 from netroot.export.tarstream import read_members
 from netroot.export.writer import Writer
 from tests.unit.export.tarbuild import Spec, tar_bytes, write_tar
@@ -41,13 +42,8 @@ ROOTFS = [
 def export_tar(tmp_path: Path, specs: list[Spec], tag: str, **kw: object) -> service.ExportResult:
     archive = write_tar(tmp_path / f"{tag}.tar", specs)
     info = sources.inspect_archive(archive)
-    return service.export(
-        info,
-        lambda w: sources.apply_archive(info, w),
-        tmp_path / "root",
-        "img",
-        **kw,  # type: ignore[arg-type]
-    )
+    source = Source(info, lambda w: sources.apply_archive(info, w))
+    return service.export(source, tmp_path / "root", "img", ExportOptions(**kw))  # type: ignore[arg-type]
 
 
 def test_layout_manifest_and_noop(tmp_path: Path) -> None:
@@ -152,7 +148,7 @@ def test_failure_leaves_current_and_cleans_staging(tmp_path: Path) -> None:
         raise OSError(28, "No space left on device")
 
     with pytest.raises(NetrootError, match="no space left") as err:
-        service.export(info, boom, tmp_path / "root", "img")
+        service.export(Source(info, boom), tmp_path / "root", "img")
     assert err.value.code == 5
     layout = Layout(tmp_path / "root", "img")
     assert service.current_id(layout) == r1.manifest.version

@@ -42,9 +42,10 @@ def test_protected_versions_cover_every_rule(tmp_path: Path) -> None:
     state.board("pi-02").mounted = "d" * 16
     desired = {"pi-01": Desired(A, "assigned"), "pi-02": Desired("e" * 16, "current"),
                "pi-03": Desired(C, "pin")}  # fmt: skip
-    keep = service.protected_versions(inv.boards.values(), state, desired, "raspbian")
-    assert keep == {A, B, C, "d" * 16, "e" * 16}
-    assert service.protected_versions(inv.boards.values(), state, desired, "other") == set()
+    keep = service.protection_reasons(inv.boards.values(), state, desired, "raspbian")
+    assert set(keep) == {A, B, C, "d" * 16, "e" * 16}
+    assert keep[C] == ["pinned by pi-03"] and keep["d" * 16] == ["mounted by pi-02"]
+    assert service.protection_reasons(inv.boards.values(), state, desired, "other") == {}
 
 
 def test_adopt_observed_takes_what_ran_before_netroot(tmp_path: Path) -> None:

@@ -34,8 +34,7 @@ def _image(tmp_path: Path, tag: str) -> str:
 
 def _release(root: Path, source: str) -> str:
     """`netroot export`: a version and `current` on it (a release)."""
-    info, apply = open_source(source)
-    return export_service.export(info, apply, root, "raspbian").manifest.version
+    return export_service.export(open_source(source), root, "raspbian").manifest.version
 
 
 def _fleet(tmp_path: Path, where: str = "ops") -> Fleet:

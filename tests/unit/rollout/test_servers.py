@@ -18,8 +18,9 @@ import pytest
 from netroot.cli.source import open_source
 from netroot.errors import Exit, NetrootError, UsageError
 from netroot.export import service as export_service
-from netroot.export.fanout import Options, export_all
+from netroot.export.fanout import Fanout, export_all
 from netroot.export.manifest import Layout
+from netroot.export.request import ExportOptions
 from netroot.fleet.outcome import Outcome
 from netroot.fleet.service import Fleet
 from netroot.inventory import Inventory, parse
@@ -67,12 +68,20 @@ def _current(root: Path) -> str | None:
     return export_service.current_id(Layout(root, "raspbian"))
 
 
+def _export(
+    fleet: Fleet, image: str, servers: list[str] | None = None,
+    options: ExportOptions = ExportOptions(),
+) -> Fanout:  # fmt: skip
+    """Export to those servers' roots (default: every server)."""
+    roots = {s: fleet.root_of(s) for s in servers or fleet.inventory.servers}
+    return export_all(roots, open_source(image), "raspbian", options)
+
+
 @pytest.fixture
 def site(tmp_path: Path) -> dict[str, Any]:
     roots = {"nfs-01": tmp_path / "root-1", "nfs-02": tmp_path / "root-2"}
     fleet = Fleet(two_servers(tmp_path, roots))
-    info, apply = open_source(_image(tmp_path, "a"))
-    first = export_all(list(fleet.inventory.servers.values()), info, apply, "raspbian")
+    first = _export(fleet, _image(tmp_path, "a"))
     assert set(first.done) == {"nfs-01", "nfs-02"} and not first.failed
     boards = FakeBoards(list(BOARDS), first.version)
     return {"fleet": fleet, "roots": roots, "boards": boards, "a": first.version, "tmp": tmp_path}
@@ -131,9 +140,7 @@ def test_over_budget_a_server_down_stops_the_rollout(site: dict[str, Any]) -> No
 
 def test_rollback_refuses_a_version_the_boards_server_lacks(site: dict[str, Any]) -> None:
     fleet: Fleet = site["fleet"]
-    info, apply = open_source(_image(site["tmp"], "c"))
-    only_one = export_all([fleet.inventory.servers["nfs-01"]], info, apply, "raspbian",
-                          Options(switch=False))  # fmt: skip
+    only_one = _export(fleet, _image(site["tmp"], "c"), ["nfs-01"], ExportOptions(switch=False))
     boards = fleet.inventory.resolve(["boards"])
     with pytest.raises(
         UsageError, match=r"pi-03: raspbian has no version \w+ on its server nfs-02"
@@ -145,8 +152,7 @@ def test_rollback_refuses_a_version_the_boards_server_lacks(site: dict[str, Any]
 
 def test_desired_follows_each_boards_own_servers_current(site: dict[str, Any]) -> None:
     fleet: Fleet = site["fleet"]
-    info, apply = open_source(_image(site["tmp"], "c"))
-    c = export_all([fleet.inventory.servers["nfs-02"]], info, apply, "raspbian").version
+    c = _export(fleet, _image(site["tmp"], "c"), ["nfs-02"]).version
     wanted = fleet.desired(fleet.inventory.resolve(["boards"]), fleet.load())
     assert {b: d.version for b, d in wanted.items()} == {
         "pi-01": site["a"], "pi-02": site["a"], "pi-03": c, "pi-04": c}  # fmt: skip
@@ -157,8 +163,7 @@ def test_an_export_that_fails_on_one_server_names_it_and_keeps_the_others(
 ) -> None:
     fleet: Fleet = site["fleet"]
     with _unreachable(site["roots"]["nfs-02"]):
-        info, apply = open_source(_image(site["tmp"], "d"))
-        out = export_all(list(fleet.inventory.servers.values()), info, apply, "raspbian")
+        out = _export(fleet, _image(site["tmp"], "d"))
     assert list(out.done) == ["nfs-01"] and list(out.failed) == ["nfs-02"]
     assert _current(site["roots"]["nfs-01"]) == out.version
     assert _current(site["roots"]["nfs-02"]) == site["a"]
@@ -170,8 +175,7 @@ def test_an_export_that_fails_on_one_server_names_it_and_keeps_the_others(
 def test_two_servers_sharing_one_root_export_once(tmp_path: Path) -> None:
     shared = tmp_path / "shared"
     inv = two_servers(tmp_path, {"nfs-01": shared, "nfs-02": shared})
-    info, apply = open_source(_image(tmp_path, "a"))
-    out = export_all(list(inv.servers.values()), info, apply, "raspbian")
+    out = _export(Fleet(inv), _image(tmp_path, "a"))
     assert out.done["nfs-01"] is out.done["nfs-02"]
     assert len(export_service.list_versions(Layout(shared, "raspbian"))) == 1
 
