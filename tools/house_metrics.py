@@ -50,7 +50,7 @@ LAB = "netroot.lab"
 BOOT_WORDS = ("netboot", "boot_mode", "_netboot")
 BOOT_VALUES = ("netboot", "sd")
 # The one module that chooses where a version lives (this host, one server, several).
-WHERE_HOME = "netroot.fleet.remote"
+WHERE_HOME = "netroot.fleet.where"
 # Apart: the programs that run ON the server (netroot.remote), the lab (its `remote` is how
 # it builds its server VM), the inventory (it parses the flag and picks the home server), the
 # rollout's drive (its `server` is a play's outcome on the server) and status (`several` adds

@@ -36,7 +36,7 @@ class BootMode(ABC):
     def read_probe(
         self, assigned: str, mounted: str, cmdline: str
     ) -> tuple[str | None, str | None]:
-        """(assigned, mounted) from the status probe's three parts (fleet/facts.py PROBE)."""
+        """(assigned, mounted) from the status probe's three parts (fleet/boardfacts.py PROBE)."""
 
     @abstractmethod
     def drift(self, should: str | None, assigned: str | None, mounted: str | None) -> str:

@@ -52,8 +52,8 @@ def inventory_or_none(app: AppContext) -> Inventory | None:
 
 def open_place(app: AppContext, root: Path | None) -> Place:
     """Where the export tree is: --root DIR, else the inventory's NFS servers (one object,
-    chosen once by netroot.fleet.remote.open_place)."""
-    from netroot.fleet.remote import open_place as choose
+    chosen once by netroot.fleet.where.open_place)."""
+    from netroot.fleet.where import open_place as choose
 
     return choose(inventory_or_none(app), root)
 

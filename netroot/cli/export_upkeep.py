@@ -20,6 +20,6 @@ def protection_of(inv: Inventory | None, name: str) -> dict[str, list[str]]:
     """The versions of NAME a board needs, each with why (none without an inventory)."""
     if inv is None or not inv.servers:
         return {}
-    from netroot.fleet.remote import open_fleet
+    from netroot.fleet.where import open_fleet
 
     return open_fleet(inv).protection(name)

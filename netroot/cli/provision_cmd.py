@@ -18,7 +18,7 @@ from netroot.cli import context
 from netroot.console import Output
 
 if TYPE_CHECKING:  # the provision room (and the inventory) load only when provision runs
-    from netroot.provision.events import Summary
+    from netroot.provision.progress import Summary
 
 HELP = (
     "Configure the NFS server and boards with Ansible, each board on its version.\n\n"
@@ -124,8 +124,8 @@ def register(app: typer.Typer) -> None:
             False, "--break-lock", help="Take over a lock whose holder ran on another host."
         ),
     ) -> None:
-        from netroot.fleet.remote import open_fleet
-        from netroot.fleet.service import provision_versions, record_provision
+        from netroot.fleet.rules import provision_versions, record_provision
+        from netroot.fleet.where import open_fleet
         from netroot.provision.apply import provision
 
         app_ctx = context.get(ctx)

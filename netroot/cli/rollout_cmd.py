@@ -174,7 +174,7 @@ def rollout(
 ) -> None:
     from netroot.cli.source import name_for, open_source
     from netroot.fleet.outcome import Outcome
-    from netroot.fleet.remote import open_fleet
+    from netroot.fleet.where import open_fleet
     from netroot.provision.apply import check_become
     from netroot.rollout import runner
     from netroot.rollout.plan import Count
@@ -250,7 +250,7 @@ def rollback(
 ) -> None:
     """Put boards back on their previous good version (or --to ID), then smoke them."""
     from netroot.fleet.outcome import Outcome
-    from netroot.fleet.remote import open_fleet
+    from netroot.fleet.where import open_fleet
     from netroot.provision.apply import check_become
     from netroot.rollout import runner
 

@@ -51,8 +51,8 @@ def smoke(
     /dev /proc /sys are there, the architecture and identity are right; then the QPU smoke
     (--qpu) and your testinfra files (--checks).
     """
-    from netroot.fleet.remote import open_fleet
-    from netroot.fleet.service import smoke_expectations
+    from netroot.fleet.rules import smoke_expectations
+    from netroot.fleet.where import open_fleet
     from netroot.fsutil import atomic_write
     from netroot.smoke.stage import SmokeSettings
     from netroot.smoke.stages import run_smoke

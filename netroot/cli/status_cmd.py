@@ -50,8 +50,8 @@ def read_status(app: AppContext, targets: list[str] | None) -> Seen:
     with the state and the rule. Read-only: never waits for, nor takes, the writer's lock."""
     from netroot.fleet import events as log
     from netroot.fleet.probe import observe_all
-    from netroot.fleet.remote import open_fleet
     from netroot.fleet.status import board_status
+    from netroot.fleet.where import open_fleet
 
     fleet = open_fleet(app.inventory())
     inv = fleet.inventory

@@ -51,7 +51,7 @@ def events(
     (docs/fleet.md, "Watching the fleet").
     """
     from netroot.fleet import events as log
-    from netroot.fleet.remote import open_fleet
+    from netroot.fleet.where import open_fleet
 
     app = get(ctx)
     fleet = open_fleet(app.inventory())

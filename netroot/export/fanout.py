@@ -5,7 +5,7 @@ A lab that outgrows one server lists several; an export (and a rollout's export)
 server that serves a targeted board:
 
 - a remote export root (netroot_export_remote): the version is built ONCE on this control host
-  (the first such server's mirror, netroot.export.remote), then each server's own helper
+  (the first such server's mirror, netroot.export.serverroot), then each server's own helper
   session receives it by rsync into its staging, re-hashes it there against the manifest and
   commits it, all servers at once (one thread each: every server's link is its own). A server
   that has it already is a no-op there;
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from netroot.errors import Exit, NetrootError, worst
-from netroot.export import service
+from netroot.export import verbs
 from netroot.export.manifest import Manifest
 from netroot.export.place import Exported, Fan, Receiver, Root
 from netroot.export.request import ExportOptions, Source
@@ -38,7 +38,7 @@ class Fanout:
     """What one export left on each server."""
 
     version: str
-    done: dict[str, service.ExportResult] = field(default_factory=dict)  # server -> result
+    done: dict[str, verbs.ExportResult] = field(default_factory=dict)  # server -> result
     failed: dict[str, NetrootError] = field(default_factory=dict)  # server -> why not
     bytes_sent: dict[str, int | None] = field(default_factory=dict)  # rsync's (None: no wire)
     paths: dict[str, str] = field(default_factory=dict)  # server -> the version's directory
@@ -84,7 +84,7 @@ def export_all(
     """Export to every root (by server name); each one's outcome in the result (never raises
     for one). Roots on this host export first, in turn (two servers that share one root share
     its versions); the others receive at once, the tree built once here."""
-    vid = service.planned_version(source.info, keep_host_keys=options.keep_host_keys)
+    vid = verbs.planned_version(source.info, keep_host_keys=options.keep_host_keys)
     out = Fanout(vid)
     first: dict[str, str] = {}  # where -> the first server of that root
     waiting: dict[str, Receiver] = {}
@@ -131,7 +131,7 @@ def _receive(
                 local = next(iter(roots.values())).mirror
                 mirrored = ExportOptions(keep=1, keep_host_keys=options.keep_host_keys,
                                          progress=options.progress)  # fmt: skip
-                made = service.export(source, local, name, mirrored)
+                made = verbs.export(source, local, name, mirrored)
                 built.set_result((local, made.manifest))
             else:
                 built.set_result(None)

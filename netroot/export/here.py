@@ -1,5 +1,5 @@
 """This host's export root as a place (netroot.export.place): the NFS server itself, or a host
-that mounts its export root. Every verb is netroot.export.service's, on that path."""
+that mounts its export root. Every verb is netroot.export.verbs's, on that path."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from netroot.export import service
+from netroot.export import verbs
 from netroot.export.manifest import Layout, check_name
 from netroot.export.place import (
     Checked,
@@ -33,7 +33,7 @@ class HostRoot:
         return str(self.path)
 
     def export(self, source: Source, name: str, options: ExportOptions) -> Exported:
-        result = service.export(source, self.path, name, options)
+        result = verbs.export(source, self.path, name, options)
         path = self.path / name / "versions" / result.manifest.version
         return Exported(result, name, str(path))
 
@@ -41,15 +41,15 @@ class HostRoot:
         return self.export(source, name, options)
 
     def repair(self, source: Source, name: str, options: ExportOptions) -> Repaired:
-        return Repaired(name, self.label, service.repair(source, self.path, name, options))
+        return Repaired(name, self.label, verbs.repair(source, self.path, name, options))
 
     def versions(self, name: str) -> Listing:
         layout = Layout(self.path, check_name(name))
-        found, current = service.list_versions(layout), service.current_id(layout)
+        found, current = verbs.list_versions(layout), verbs.current_id(layout)
         return Listing(name, self.where, current, found, layout.versions.is_dir())
 
     def verify(self, name: str, vid: str | None, root: Path | None = None) -> Checked:
-        m, differences = service.verify(self.path, name, vid)
+        m, differences = verbs.verify(self.path, name, vid)
         return Checked(
             name, m.version, m.files, m.tree_hash, differences, m.source, m.repo_tags,
             m.image_id, root,
@@ -57,7 +57,7 @@ class HostRoot:
 
     def prune(self, name: str, keep: int, protection: Protection, *, dry_run: bool) -> Pruned:
         exists = Layout(self.path, check_name(name)).versions.is_dir()
-        plan = service.prune_plan(self.path, name, keep, protection, dry_run=dry_run)
+        plan = verbs.prune_plan(self.path, name, keep, protection, dry_run=dry_run)
         return Pruned(name, self.label, plan, dry_run, exists)
 
     def interrupted(self, name: str) -> Callable[[], str]:
@@ -66,7 +66,7 @@ class HostRoot:
 
 def committed_since(root: Path, name: str) -> Callable[[], str]:
     """What an interrupted export committed: a version is committed once its manifest is
-    renamed into versions/ (export.service), so the versions now and before say it."""
+    renamed into versions/ (export.verbs), so the versions now and before say it."""
     from netroot.export.manifest import current_id
 
     layout = Layout(root, check_name(name))

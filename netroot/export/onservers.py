@@ -31,7 +31,7 @@ from netroot.export.place import (
     version_rows,
 )
 from netroot.export.request import ExportOptions, Source
-from netroot.export.service import RepairResult
+from netroot.export.verbs import RepairResult
 from netroot.export.versiontree import newest_last
 
 T = TypeVar("T")

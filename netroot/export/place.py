@@ -1,6 +1,6 @@
 """Where a version lives, as one object: this host's export root, one server over SSH, or
 several servers. Each answers the same verbs (export, repair, versions, verify, prune), so no
-command asks which it has: netroot.fleet.remote.open_place chooses, once, from the inventory.
+command asks which it has: netroot.fleet.where.open_place chooses, once, from the inventory.
 
 A verb's answer carries its own view (`Shown.view`): the JSON and tables the CLI prints, the
 same shape for this host and one server, a per-server one for several.
@@ -17,7 +17,7 @@ from typing import Protocol
 from netroot.errors import Exit, NetrootError, UsageError
 from netroot.export.manifest import Manifest
 from netroot.export.request import ExportOptions, Source
-from netroot.export.service import ExportResult, RepairResult
+from netroot.export.verbs import ExportResult, RepairResult
 from netroot.export.versiontree import PrunePlan
 
 Protection = Mapping[str, Sequence[str]]  # version -> why a board needs it
@@ -281,8 +281,8 @@ def repair_command(
     root: Path | None,
 ) -> str:
     """The command that puts NAME@VERSION back from its source (what `verify` says to run)."""
-    from netroot.export.service import planned_version
     from netroot.export.sources import SourceInfo
+    from netroot.export.verbs import planned_version
 
     kind, ref = source.get("kind", "image"), source.get("ref", "")
     shown = repo_tags[0] if kind == "image" and repo_tags else ref or "SOURCE"

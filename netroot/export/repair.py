@@ -10,7 +10,7 @@ inode (no client can hold a good handle to it). Boards need no remount.
 
 The good copy is trusted path by path only where its entry is the manifest's (content hash,
 mode, owner, size, time, xattrs): a source that no longer gives this version's tree is
-refused, nothing changed. Runs on this host (netroot.export.service) and on the NFS server
+refused, nothing changed. Runs on this host (netroot.export.verbs) and on the NFS server
 (netroot.remote.export), so standard library only (plus the export's manifest, scan, fstree).
 """
 

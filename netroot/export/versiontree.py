@@ -1,7 +1,7 @@
 """The version tree's rules, written once: base mode, stale cleanup, commit by two renames,
 the order of versions ("newest") and prune.
 
-Used on this host (netroot.export.service) and on the NFS server (netroot.remote.export,
+Used on this host (netroot.export.verbs) and on the NFS server (netroot.remote.export,
 carried there as source by netroot.bundle), so standard library only, plus netroot.fsutil and
 the export's manifest and fstree modules (stdlib-only themselves).
 """

@@ -1,12 +1,12 @@
 """The status probe's one SSH round trip per board, all boards in parallel (the IO half of
-fleet/facts.py)."""
+fleet/boardfacts.py)."""
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
 from netroot.adapters.ssh import Session, Unreachable, sudo_refused
-from netroot.fleet.facts import PROBE, BoardFacts, parse_probe
+from netroot.fleet.boardfacts import PROBE, BoardFacts, parse_probe
 from netroot.inventory import Board
 from netroot.sshtarget import target_for
 

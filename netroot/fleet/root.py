@@ -4,8 +4,8 @@ verify, prune, repair).
 
 `LocalRoot` is an export root on this host (the NFS server itself, or a host that mounts its
 export root): the state file, the lock file and `current` are read and written here.
-netroot.fleet.remote.RemoteRoot is the same thing on a server reached over SSH (its
-netroot_export_remote). netroot.fleet.remote.open_root chooses one per NFS server, once, and
+netroot.fleet.where.RemoteRoot is the same thing on a server reached over SSH (its
+netroot_export_remote). netroot.fleet.where.open_root chooses one per NFS server, once, and
 `Fleet` gets them (the fleet home's holds the state and the lock); no command asks which it has.
 """
 
@@ -78,10 +78,10 @@ class LocalRoot(HostRoot):
         return {v: layout.manifest_path(v).exists() for v in versions}
 
     def switch_current(self, image: str, version: str) -> bool:
-        from netroot.export import service
+        from netroot.export import verbs
         from netroot.export.manifest import Layout
 
-        return service.switch_current(Layout(self.path, image), version)
+        return verbs.switch_current(Layout(self.path, image), version)
 
     def unwritable(self) -> str:
         return "" if self.path.is_dir() else f"the export root {self.path} is not on this host"

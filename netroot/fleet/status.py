@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from netroot.fleet.boardfacts import BoardFacts
 from netroot.fleet.desired import Desired
 from netroot.fleet.events import Event
-from netroot.fleet.facts import BoardFacts
 from netroot.fleet.state import State
 from netroot.inventory import Board
 

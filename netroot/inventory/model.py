@@ -38,18 +38,6 @@ class Host:
     origins: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
-    def ssh_host(self) -> str:
-        return str(self.vars.get("ansible_host", self.name))
-
-    @property
-    def ssh_port(self) -> int:
-        return int(self.vars.get("ansible_port", 22))
-
-    @property
-    def ssh_user(self) -> str:
-        return str(self.vars.get("ansible_user", "root"))
-
-    @property
     def ssh_key(self) -> str | None:
         key = self.vars.get("ansible_ssh_private_key_file")
         return str(key) if key else None

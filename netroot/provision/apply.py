@@ -19,8 +19,8 @@ from typing import Any, Unpack
 
 from netroot.errors import Exit
 from netroot.inventory import Inventory
-from netroot.provision.events import Summary
 from netroot.provision.plan import PlanOptions, RunPlan, build
+from netroot.provision.progress import Summary
 from netroot.remote import nfs_check
 from netroot.templating import Renderer, TemplateProblem
 

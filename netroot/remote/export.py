@@ -1,6 +1,6 @@
 """The server's half of a remote export: lock, verify, commit, switch, prune (runs ON the server).
 
-The control host (netroot.export.remote) runs it over SSH with become, sent as source in the
+The control host (netroot.export.serverroot) runs it over SSH with become, sent as source in the
 command line with the few modules it imports (netroot.bundle.helper_command: the standard
 library and netroot.errors/fsutil and export.manifest/members/scan/fstree/versiontree only, as
 the server has python3, not netroot; nothing is installed there), as if it were

@@ -1,7 +1,7 @@
 """The fleet state and the writer's lock of a remote export root, kept ON the server.
 
 When the export root is on the NFS server (netroot_export_remote), every control host reaches
-the fleet through this helper, run over SSH with become by netroot.fleet.remote, sent as source
+the fleet through this helper, run over SSH with become by netroot.fleet.where, sent as source
 in the command line (netroot.bundle.helper_command: nothing is installed on the server), as if
 it were
 
@@ -184,7 +184,7 @@ class _Input:
 def serve(root: Path, client: str, idle: float = IDLE) -> int:
     """Answer one control host until it goes away; then release what it held.
 
-    While it holds the lock, the control host pings (netroot.fleet.remote) every PING
+    While it holds the lock, the control host pings (netroot.fleet.where) every PING
     seconds: silence for `idle` seconds means it is gone although its TCP connection is not
     closed (a control host whose network vanished), and the lock is released.
     """

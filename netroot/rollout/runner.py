@@ -15,8 +15,8 @@ from typing import Any
 
 from netroot.errors import UsageError
 from netroot.export.sources import SourceInfo
-from netroot.fleet import service
-from netroot.fleet.service import Fleet
+from netroot.fleet import rules
+from netroot.fleet.rules import Fleet
 from netroot.inventory import Board
 from netroot.rollout.engine import BoardResult, RolloutResult, run_rollback, run_rollout
 from netroot.rollout.plan import Count, Pacing, Plan, Step, defer, make_plan
@@ -60,7 +60,7 @@ def plan_rollout(
     observe: Observe = observe_boards,
 ) -> PlannedRollout:
     """The rollout as data; writes nothing anywhere."""
-    from netroot.export.service import planned_version
+    from netroot.export.verbs import planned_version
 
     pinned = [b.name for b in targets if b.version]
     boards = [b for b in targets if not b.version]
@@ -76,7 +76,7 @@ def plan_rollout(
     for board, facts in observed.items():
         if facts is None:
             log(f"{board}: unreachable")
-    sources = service.plan_sources(state, observed, version)
+    sources = rules.plan_sources(state, observed, version)
     names = [b.name for b in boards]
     # Reachable boards running no version whose boot config netroot sets up (a stock sd board).
     fresh = [
@@ -114,7 +114,7 @@ def run(
     from netroot.rollout.drive import AnsibleDriver, PastDownServers
 
     state = fleet.load()  # again: the plan was read before the lock
-    service.adopt_observed(state, planned.observed)
+    rules.adopt_observed(state, planned.observed)
     servers = fleet.inventory.servers_for(planned.boards)
     where = ", ".join(fleet.root_of(s.name).where for s in servers)
     log(f"export {source} as {name} to {where} (current unchanged) ...")
@@ -152,7 +152,7 @@ def release_if_green(
     """
     state = fleet.load()
     targeted = [b.name for b in planned.boards]
-    if not service.rollout_green([*results, *_unchanged_ok(planned.plan, state)], targeted):
+    if not rules.rollout_green([*results, *_unchanged_ok(planned.plan, state)], targeted):
         return False
     servers = [s.name for s in fleet.inventory.servers_for(planned.boards)]
     return fleet.release(name, planned.plan.to_version, servers, f"netroot rollout {name}", log)
@@ -174,7 +174,7 @@ def rollback_versions(fleet: Fleet, boards: list[Board], to: str | None) -> dict
     state = fleet.load()
     wanted = {to} if to else {state.board(b.name).previous_good() for b in boards}
     exists = fleet.has_versions(boards, (v for v in wanted if v))
-    return service.rollback_versions(boards, state, to, exists)
+    return rules.rollback_versions(boards, state, to, exists)
 
 
 def rollback(

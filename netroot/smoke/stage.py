@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, Protocol
 
 from netroot.inventory import Board
 from netroot.smoke.facts import BoardResult
-from netroot.smoke.report import CheckResult
+from netroot.smoke.results import CheckResult
 
 
 class BoardSession(Protocol):

@@ -1,6 +1,6 @@
 """The smoke's stages, in order, and the run over them: probe every board, then each stage on
 the boards that passed. The built-in stage (testinfra in each board's version, one pytest
-process for all boards) lives here; the others in their own modules (netroot.smoke.qpu).
+process for all boards) lives here; the others in their own modules (netroot.smoke.qpustage).
 
 Adding a stage: its module (a class with `idle` and `run`, netroot/smoke/stage.py) and one
 entry in `stages()`. An option of its own also goes into `stage.SmokeSettings` and the command
@@ -28,8 +28,8 @@ from netroot.adapters.ssh import (
 )
 from netroot.errors import UsageError
 from netroot.inventory import Board, Inventory
-from netroot.smoke.qpu import QpuStage
-from netroot.smoke.report import BoardReport, CheckResult, SmokeReport
+from netroot.smoke.qpustage import QpuStage
+from netroot.smoke.results import BoardReport, CheckResult, SmokeReport
 from netroot.smoke.stage import Each, ReadyBoard, SmokeSettings, SmokeStage, StageResult
 from netroot.sshtarget import target_for
 

@@ -86,7 +86,7 @@ def current_lab(started_here: bool) -> LabHandle:
         export_root=Path(inv.server.export_root),
         key=paths.lab_dir() / "id_ed25519",
         known_hosts=paths.lab_dir() / "known_hosts",
-        addresses={name: h.ssh_host for name, h in inv.hosts.items()},
+        addresses={name: target_for(h).host for name, h in inv.hosts.items()},
         started_here=started_here,
         targets={name: target_for(h) for name, h in inv.hosts.items()},
     )

@@ -16,8 +16,8 @@ import yaml
 from netroot.adapters.ansible import run_playbook
 from netroot.errors import Exit
 from netroot.paths import project_file
-from netroot.provision.events import Summary
 from netroot.provision.plan import RunPlan
+from netroot.provision.progress import Summary
 from tests.integration.provision_hosts import NEEDS_HOSTS, NetnsHost, netns_host
 
 pytestmark = NEEDS_HOSTS

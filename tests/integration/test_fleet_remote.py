@@ -40,7 +40,7 @@ pytestmark = [
 HOLD = """
 import sys
 from pathlib import Path
-from netroot.fleet.remote import open_fleet
+from netroot.fleet.where import open_fleet
 from netroot.inventory import load
 fleet = open_fleet(load(Path(sys.argv[1])))
 with fleet.writing("netroot rollout img") as state:

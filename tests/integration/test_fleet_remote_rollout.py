@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from netroot.fleet.outcome import Outcome, Result
-from netroot.fleet.remote import RemoteRoot
-from netroot.fleet.service import Fleet
+from netroot.fleet.rules import Fleet
+from netroot.fleet.where import RemoteRoot
 from netroot.remote.fleet import STATE_NAME
 from netroot.rollout import runner
 from tests.integration.provision_hosts import NEEDS_RSYNC, NetnsHost, netns_host
@@ -117,7 +117,7 @@ def test_rollout_moves_the_servers_current_only_when_green(
         return smoke(b, v)
 
     boards.smoke = smoke_and_look  # type: ignore[assignment,method-assign]
-    monkeypatch.setattr("netroot.fleet.remote.PING", 0.02)
+    monkeypatch.setattr("netroot.fleet.where.PING", 0.02)
     second = _rollout(fleet, boards, site.image("b"))
     version_b = second.result.results[0].version
     assert seen == [version_a] * 3  # exported to the server, `current` still A while smoked

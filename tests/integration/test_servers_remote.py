@@ -22,8 +22,8 @@ import pytest
 
 from netroot.cli.source import open_source
 from netroot.fleet.outcome import Outcome, Result
-from netroot.fleet.remote import RemoteRoot
-from netroot.fleet.service import Fleet
+from netroot.fleet.rules import Fleet
+from netroot.fleet.where import RemoteRoot
 from netroot.remote.fleet import STATE_NAME
 from netroot.remote.lock import LOCK_NAME
 from netroot.rollout import runner

@@ -372,8 +372,8 @@ def _full_disk(remote: Remote, fidelity_tar: Path, tmp_path: Path) -> None:
 
 def test_transfer_reports_progress(remote: Remote, tmp_path: Path) -> None:
     from netroot.export import sources
-    from netroot.export.remote import ServerRoot
     from netroot.export.request import ExportOptions, Source
+    from netroot.export.serverroot import ServerRoot
     from netroot.inventory import load
 
     bulk = tmp_path / "p.tar"
@@ -392,7 +392,7 @@ def test_transfer_reports_progress(remote: Remote, tmp_path: Path) -> None:
 
 
 def test_second_writer_on_the_server_is_refused(remote: Remote, fidelity_tar: Path) -> None:
-    from netroot.export.remote import Session, remote_target
+    from netroot.export.serverroot import Session, remote_target
     from netroot.inventory import load
 
     server = load(remote.inventory).server

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from netroot.fleet.facts import BoardFacts
+from netroot.fleet.boardfacts import BoardFacts
 from netroot.fleet.outcome import Outcome, Result
 from netroot.inventory import Board, Inventory, parse
 
@@ -146,7 +146,7 @@ def open_control(tmp: Path, name: str, data: Mapping[str, Any], monkeypatch: Any
     """A control host's fleet: its own copy of the inventory `data` and its own export mirror."""
     import yaml
 
-    from netroot.fleet.remote import open_fleet
+    from netroot.fleet.where import open_fleet
     from netroot.inventory import load
 
     work = tmp / name

@@ -41,8 +41,8 @@ IO_MODULES = (
     "netroot.smoke.stages",
     "BOARD_PROGRAM",  # the QPU program, run on the board (above)
     # The one module of its room that reaches a host; the rest of the room is checked.
-    "netroot.export.remote",  # a remote export: ssh + rsync through adapters.server
-    "netroot.fleet.remote",  # a remote root's state and lock: a helper session over ssh
+    "netroot.export.serverroot",  # a remote export: ssh + rsync through adapters.serverssh
+    "netroot.fleet.where",  # a remote root's state and lock: a helper session over ssh
     "netroot.fleet.probe",  # the status probe's SSH round trip
     "netroot.netboot.install",  # dnsmasq --test before a config is installed
     "netroot.provision.apply",  # runs the playbook

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from netroot.errors import Exit, NetrootError
-from netroot.export import service, sources
+from netroot.export import sources, verbs
 from netroot.export.manifest import Layout
 from netroot.export.request import Source
 from tests.unit.export.tarbuild import Spec, write_tar
@@ -17,9 +17,9 @@ from tests.unit.export.tarbuild import Spec, write_tar
 GOOD = [Spec("bin", "d", mode=0o755), Spec("bin/sh", data=b"#!sh\n", mode=0o755)]
 
 
-def export_file(archive: Path, root: Path, name: str = "img") -> service.ExportResult:
+def export_file(archive: Path, root: Path, name: str = "img") -> verbs.ExportResult:
     info = sources.inspect_archive(archive)
-    return service.export(Source(info, lambda w: sources.apply_archive(info, w)), root, name)
+    return verbs.export(Source(info, lambda w: sources.apply_archive(info, w)), root, name)
 
 
 def good_version(tmp_path: Path) -> str:
@@ -39,7 +39,7 @@ def assert_refused(tmp_path: Path, archive: Path, *needles: str) -> str:
     for needle in needles:
         assert needle in message, message
     layout = Layout(tmp_path / "root", "img")
-    assert service.current_id(layout) == before
+    assert verbs.current_id(layout) == before
     assert list(layout.staging.iterdir()) == []
     assert sorted(p.name for p in layout.versions.iterdir()) == [before, f"{before}.json"]
     return message

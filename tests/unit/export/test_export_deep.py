@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from netroot.errors import NetrootError
-from netroot.export import overlay, service
+from netroot.export import overlay, verbs
 from netroot.export.manifest import Layout
 from tests.unit.export.edgekit import GOOD, export_file
 from tests.unit.export.tarbuild import Spec, write_docker_save, write_tar
@@ -49,12 +49,12 @@ def test_a_2000_deep_tree_exports_verifies_and_prunes(short: Path) -> None:
     deep = export_file(write_tar(tmp_path / "deep.tar", deep_specs()), root)
     bottom = "/".join(["d"] * DEPTH) + "/bottom"
     assert deep.manifest.entries[bottom].size == 4
-    assert service.verify(root, "img")[1] == []
+    assert verbs.verify(root, "img")[1] == []
     export_file(write_tar(tmp_path / "good.tar", GOOD), root)
-    assert service.prune_plan(root, "img", 1, set()).remove == [deep.manifest.version]
+    assert verbs.prune_plan(root, "img", 1, set()).remove == [deep.manifest.version]
     assert not Layout(root, "img").version_dir(deep.manifest.version).exists()
     again = export_file(tmp_path / "deep.tar", root)  # pruned, so exported anew
-    assert not again.noop and service.verify(root, "img")[1] == []
+    assert not again.noop and verbs.verify(root, "img")[1] == []
 
 
 def test_a_failure_deep_inside_cleans_up(short: Path) -> None:
@@ -111,7 +111,7 @@ def test_hard_links_whose_parents_are_never_listed(tmp_path: Path) -> None:
     v = tmp_path / "r/img/versions" / result.manifest.version
     inodes = {(v / p).stat().st_ino for p in ("a/b/f", "c/d/h", "c/d/h2", "c/e")}
     assert len(inodes) == 1 and (v / "c/d").is_dir()
-    assert service.verify(tmp_path / "r", "img")[1] == []
+    assert verbs.verify(tmp_path / "r", "img")[1] == []
 
 
 def test_whiteout_of_a_parent_never_listed_is_honoured(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from netroot.errors import Exit, NetrootError
-from netroot.export import service
+from netroot.export import verbs
 from netroot.export.manifest import Layout
 from netroot.export.members import Kind, Member, TreeGuard, UnsafeMember
 from tests.unit.export.edgekit import GOOD, export_file
@@ -83,13 +83,13 @@ def test_any_archive_is_written_safely_or_refused_cleanly(
         event("refused")
         assert exc.code == Exit.USAGE, exc.message
         assert "\n" not in exc.message
-        assert service.current_id(layout) == good
+        assert verbs.current_id(layout) == good
     else:
         event("exported")
-        assert service.current_id(layout) == result.manifest.version
-        assert service.verify(root, "img")[1] == []
+        assert verbs.current_id(layout) == result.manifest.version
+        assert verbs.verify(root, "img")[1] == []
     assert snapshot(base, root / "img") == before  # nothing written outside
-    assert service.verify(root, "img", good)[1] == []  # the old version untouched
+    assert verbs.verify(root, "img", good)[1] == []  # the old version untouched
     export_file(write_tar(base / "next.tar", [*GOOD, Spec("n", data=b"n")]), root)
     assert list(layout.staging.iterdir()) == []
     for child in layout.versions.iterdir():

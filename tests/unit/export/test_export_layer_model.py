@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from netroot.errors import UsageError
-from netroot.export import overlay, service, sources
+from netroot.export import overlay, sources, verbs
 from netroot.export.members import UnsafeMember
 from netroot.export.request import Source
 from netroot.export.writer import Writer
@@ -120,7 +120,7 @@ def test_layers_match_the_model(
     expected = predict(layers)
     try:
         source = Source(info, lambda w: sources.apply_archive(info, w))
-        result = service.export(source, base / "r", "m")
+        result = verbs.export(source, base / "r", "m")
     except UnsafeMember:
         assert expected is None
         return

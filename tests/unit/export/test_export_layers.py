@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from netroot.export import service, sources
+from netroot.export import sources, verbs
 from netroot.export.members import UnsafeMember
 from netroot.export.request import Source
 from tests.unit.export.tarbuild import Spec, write_docker_save
@@ -50,7 +50,7 @@ def export_save(tmp_path: Path, layers: list[list[Spec]]) -> Path:
     assert info.kind == "docker-save"
     assert info.repo_tags == ["test/layers:1"]
     source = Source(info, lambda w: sources.apply_archive(info, w))
-    result = service.export(source, tmp_path / "root", "layers")
+    result = verbs.export(source, tmp_path / "root", "layers")
     return tmp_path / "root" / "layers" / "versions" / result.manifest.version
 
 

@@ -12,18 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from netroot.bundle import helper_command
-from netroot.export import service, sources, versiontree
+from netroot.export import sources, verbs, versiontree
 from netroot.export.manifest import Layout
 from netroot.export.request import Source
 from tests.unit.export.tarbuild import Spec, write_tar
-from tests.unit.export.test_export_service import run_nr
+from tests.unit.export.test_export_verbs import run_nr
 
 ROOTFS = [Spec("etc", "d"), Spec("etc/os-release", data=b"ID=test\n")]
 
 
-def export_archive(archive: Path, root: Path, name: str = "img") -> service.ExportResult:
+def export_archive(archive: Path, root: Path, name: str = "img") -> verbs.ExportResult:
     info = sources.inspect_archive(archive)
-    return service.export(Source(info, lambda w: sources.apply_archive(info, w)), root, name)
+    return verbs.export(Source(info, lambda w: sources.apply_archive(info, w)), root, name)
 
 
 def _versions(tmp_path: Path, count: int) -> list[str]:
@@ -69,9 +69,9 @@ def test_newest_is_the_manifests_export_time_here_and_on_the_server(tmp_path: Pa
     # Manifest mtimes in the reverse order (a copy, a restore): the order must not follow them.
     for age, vid in enumerate(ids):
         os.utime(layout.manifest_path(vid), (1_000_000 - age, 1_000_000 - age))
-    service.switch_current(layout, ids[0])
+    verbs.switch_current(layout, ids[0])
     why = {ids[1]: ["pinned by pi-01", "last green on pi-02"]}
-    here = service.prune_plan(layout.root, "img", 1, why, dry_run=True)
+    here = verbs.prune_plan(layout.root, "img", 1, why, dry_run=True)
     there = _server_prune(layout.root, 1, True, why)["plan"]
     assert here.order == ids == there["order"]
     assert here.remove == [ids[2]] == there["remove"]
@@ -104,7 +104,7 @@ def test_dry_run_writes_nothing_here_nor_on_the_server(tmp_path: Path) -> None:
 def test_prune_says_what_it_kept_and_why(tmp_path: Path) -> None:
     ids = _versions(tmp_path, 3)
     root = tmp_path / "root"
-    service.switch_current(Layout(root, "img"), ids[0])
+    verbs.switch_current(Layout(root, "img"), ids[0])
     p = run_nr("prune", "img", "--keep", "1", "--root", str(root), "--json", home=tmp_path)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)

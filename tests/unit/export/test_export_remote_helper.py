@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from netroot.adapters import server as adapter
+from netroot.adapters import serverssh as adapter
 from netroot.bundle import helper_command
-from netroot.export import remote, service, sources, versiontree
+from netroot.export import serverroot, sources, verbs, versiontree
 from netroot.export.manifest import Layout
 from netroot.export.request import Source
 from netroot.inventory import Host, NfsServer
@@ -35,11 +35,11 @@ ROOTFS = [
 ]
 
 
-def _build(tmp_path: Path, specs: list[Spec], tag: str) -> service.ExportResult:
+def _build(tmp_path: Path, specs: list[Spec], tag: str) -> verbs.ExportResult:
     archive = write_tar(tmp_path / f"{tag}.tar", specs)
     info = sources.inspect_archive(archive)
     apply = lambda w: sources.apply_archive(info, w)  # noqa: E731
-    return service.export(Source(info, apply), tmp_path / "mirror", "img")
+    return verbs.export(Source(info, apply), tmp_path / "mirror", "img")
 
 
 class Helper:
@@ -215,10 +215,10 @@ def test_ssh_and_stats() -> None:
     stats = adapter.parse_stats("Total bytes sent: 1,234,567\nLiteral data: 42 bytes\n")
     assert stats == {"total bytes sent": 1234567, "literal data": 42}
     server = NfsServer(host, "/srv/netroot", "kernel", "10.0.0.2", remote=True)
-    assert remote.remote_target(server).sudo
+    assert serverroot.remote_target(server).sudo
     nobecome = NfsServer(Host("s", {"ansible_user": "pi"}, frozenset()), "/x", "kernel", "1.2.3.4")
     with pytest.raises(Exception, match="needs root on the server"):
-        remote.remote_target(nobecome)
+        serverroot.remote_target(nobecome)
 
 
 def test_rsync_progress_lines_drive_the_bar() -> None:

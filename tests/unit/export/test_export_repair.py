@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from netroot.errors import Exit, NetrootError
-from netroot.export import repair, service, sources
+from netroot.export import repair, sources, verbs
 from netroot.export.manifest import Layout, Manifest
 from netroot.export.request import Source
 from netroot.export.scan import scan
 from tests.unit.export.tarbuild import Spec, write_tar
 from tests.unit.export.test_export_prune import export_archive
-from tests.unit.export.test_export_service import run_nr
+from tests.unit.export.test_export_verbs import run_nr
 
 ROOTFS = [
     Spec("bin", "d", mode=0o755),
@@ -116,8 +116,8 @@ def test_a_good_copy_that_differs_is_refused_and_nothing_changes(tmp_path: Path)
     before = scan(str(version))
     with pytest.raises(NetrootError, match=r"does not give rootfs@.* at 1 of its damaged") as err:
         wrong = Source(info, lambda w: sources.apply_archive(elsewhere, w))
-        service.repair(wrong, layout.root, "rootfs")
+        verbs.repair(wrong, layout.root, "rootfs")
     assert err.value.code == Exit.CHECKS
-    assert service.verify(layout.root, "rootfs")[1]  # still damaged, and untouched
+    assert verbs.verify(layout.root, "rootfs")[1]  # still damaged, and untouched
     assert scan(str(version)) == before
     assert os.listdir(layout.staging) == []

@@ -16,7 +16,7 @@ from typing import IO
 
 import pytest
 
-from netroot.export import service
+from netroot.export import verbs
 from netroot.export.image import CONTAINER_MADE, apply_image, image_time_ns
 from netroot.export.manifest import Layout
 from netroot.export.request import Source
@@ -67,7 +67,7 @@ def _layer_dirs(tmp: Path, made_at: int) -> list[str]:
     return [str(init), str(image)]
 
 
-def _export(root: Path, made_at: int, dirs: list[str] | None) -> service.ExportResult:
+def _export(root: Path, made_at: int, dirs: list[str] | None) -> verbs.ExportResult:
     info = SourceInfo("image", "test/img:1", "sha256:" + "ab" * 32, created=CREATED, layers=["l"])
     data = tar_bytes(_container(made_at))
     opener: Callable[[], IO[bytes]] = lambda: io.BytesIO(data)  # noqa: E731
@@ -75,7 +75,7 @@ def _export(root: Path, made_at: int, dirs: list[str] | None) -> service.ExportR
     def apply(w: Writer) -> object:
         return apply_image(info, dirs, opener, w)
 
-    return service.export(Source(info, apply), root, "img")  # type: ignore[arg-type]
+    return verbs.export(Source(info, apply), root, "img")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("by", ["stream", "layer-dirs"])
@@ -89,7 +89,7 @@ def test_two_containers_of_one_image_give_one_tree(tmp_path: Path, by: str) -> N
     assert trees[0].version == trees[1].version
     assert trees[0].tree_hash == trees[1].tree_hash
     layout = Layout(tmp_path / "root1700000000", "img")
-    entries = service.read_manifest(layout, trees[0].version).entries
+    entries = verbs.read_manifest(layout, trees[0].version).entries
     made = {p for p in CONTAINER_MADE if p in entries}
     assert made >= {"proc", "sys", "dev", "etc", "etc/mtab"}
     assert {entries[p].mtime_ns for p in made} == {IMAGE_TIME}

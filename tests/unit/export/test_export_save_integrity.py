@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from netroot.export import service
+from netroot.export import verbs
 from netroot.export.manifest import Layout
 from tests.unit.export.edgekit import GOOD, assert_refused, export_file
 from tests.unit.export.tarbuild import Spec, tar_bytes, write_docker_save
@@ -85,7 +85,7 @@ def test_gzipped_layer_checked_against_its_uncompressed_diff_id(tmp_path: Path) 
     layer = tar_bytes(GOOD)
     _append(path, _file("layer0/layer.tar", gzip.compress(layer)))  # same content, gzipped
     result = export_file(path, tmp_path / "root")
-    assert service.verify(tmp_path / "root", "img")[1] == []
+    assert verbs.verify(tmp_path / "root", "img")[1] == []
     assert result.manifest.source["kind"] == "docker-save"
     assert Layout(tmp_path / "root", "img").base.stat().st_mode & 0o777 == 0o700
 

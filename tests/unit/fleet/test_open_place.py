@@ -1,4 +1,4 @@
-"""Where a version lives is chosen once (netroot.fleet.remote.open_place / open_root): this
+"""Where a version lives is chosen once (netroot.fleet.where.open_place / open_root): this
 host's root, one server's over SSH, or several servers; each object answers every verb."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 from netroot.errors import UsageError
 from netroot.export.onservers import Servers
-from netroot.fleet.remote import DEFAULT_ROOT, RemoteRoot, open_fleet, open_place
 from netroot.fleet.root import LocalRoot
+from netroot.fleet.where import DEFAULT_ROOT, RemoteRoot, open_fleet, open_place
 from netroot.inventory import Inventory, parse
 
 

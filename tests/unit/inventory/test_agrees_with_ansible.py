@@ -10,6 +10,7 @@ import pytest
 
 import netroot.inventory
 from netroot.inventory import Inventory, load
+from netroot.sshtarget import target_for
 from tests.unit.inventory.ansiblekit import (
     FIXTURES,
     PLAYBOOKS,
@@ -69,7 +70,7 @@ def test_directory_precedence_as_ansible_has_it(monkeypatch: pytest.MonkeyPatch)
         "srv-01": 128, "pi-01": 128, "pi-02": 128, "pi-03": 64, "pi-04": 64,
     }  # fmt: skip
     assert inv.server.backend == "ganesha" and inv.server.export_root == "/srv/lab"
-    assert inv.hosts["pi-01"].ssh_user == "netroot"
+    assert target_for(inv.hosts["pi-01"]).user == "netroot"
 
 
 def test_templated_values_are_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,7 +80,7 @@ def test_templated_values_are_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
         "pi-02": ("10.50.0.12", "lab-plain", False),
         "pi-03": ("10.50.0.13", "lab-plain", False),
     }
-    assert inv.hosts["pi-03"].ssh_port == 2222 and inv.server.export_root == "/srv/lab"
+    assert target_for(inv.hosts["pi-03"]).port == 2222 and inv.server.export_root == "/srv/lab"
     assert inv.hosts["pi-01"].vars["netroot_gpu_mem"] == 128  # a number, as Ansible renders it
 
 

@@ -8,6 +8,7 @@ import yaml
 
 from netroot.errors import Exit, UsageError
 from netroot.inventory import InventoryError, load, parse
+from netroot.sshtarget import target_for
 
 P = Path("inv.yml")
 
@@ -31,7 +32,7 @@ def test_boards_groups_and_inherited_vars() -> None:
     assert list(result.boards) == ["pi-01", "pi-02"]
     assert result.boards["pi-01"].image == "lab-image"
     assert result.boards["pi-01"].address == "10.77.0.11"
-    assert result.hosts["pi-01"].ssh_user == "root"
+    assert target_for(result.hosts["pi-01"]).user == "root"
     assert {"all", "boards", "lab"} <= result.hosts["pi-02"].groups
     assert [b.name for b in result.resolve(["lab"])] == ["pi-01", "pi-02"]
     assert [b.name for b in result.resolve(["pi-02", "boards"])] == ["pi-02", "pi-01"]
@@ -73,10 +74,10 @@ def test_remote_export_root_flag() -> None:
     assert parse(inv({}, remote), P).server.remote
     with pytest.raises(InventoryError, match=r"netroot_export_remote.*true or false"):
         parse(inv({}, remote | {"netroot_export_remote": "yes"}), P)
-    # A remote root has no path here: the CLI opens it over SSH (netroot.fleet.remote).
-    from netroot.fleet.remote import RemoteRoot, open_fleet
+    # A remote root has no path here: the CLI opens it over SSH (netroot.fleet.where).
     from netroot.fleet.root import LocalRoot
-    from netroot.fleet.service import Fleet
+    from netroot.fleet.rules import Fleet
+    from netroot.fleet.where import RemoteRoot, open_fleet
 
     with pytest.raises(UsageError, match="export root is on that server"):
         _ = Fleet(parse(inv({}, remote), P)).root

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from netroot.bootmode.netboot import NFSROOT_PATTERN, NetBoot, booted_version
 from netroot.bootmode.sd import CHROOT
+from netroot.fleet.boardfacts import MARK, BoardFacts, parse_probe
 from netroot.fleet.desired import Desired
-from netroot.fleet.facts import MARK, BoardFacts, parse_probe
 from netroot.fleet.state import State
 from netroot.fleet.status import board_status
 from netroot.inventory import Inventory

@@ -14,7 +14,7 @@ from netroot.adapters.ssh import Result
 from netroot.bootmode.sd import CHROOT
 from netroot.inventory import Board
 from netroot.qpu import bootconfig
-from netroot.smoke.qpu import run_qpu
+from netroot.smoke.qpustage import run_qpu
 
 CONFIG = "dtoverlay=vc4-kms-v3d\ngpu_mem=16\n"
 

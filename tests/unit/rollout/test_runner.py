@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from netroot.cli.source import open_source
-from netroot.export import service as export_service
+from netroot.export import verbs as export_service
 from netroot.export.manifest import Layout
 from netroot.fleet.outcome import Outcome
-from netroot.fleet.service import Fleet, provision_versions
+from netroot.fleet.rules import Fleet, provision_versions
 from netroot.inventory import Inventory
 from netroot.remote import lock
 from netroot.rollout import runner

@@ -17,12 +17,12 @@ import pytest
 
 from netroot.cli.source import open_source
 from netroot.errors import Exit, NetrootError, UsageError
-from netroot.export import service as export_service
+from netroot.export import verbs as export_service
 from netroot.export.fanout import Fanout, export_all
 from netroot.export.manifest import Layout
 from netroot.export.request import ExportOptions
 from netroot.fleet.outcome import Outcome
-from netroot.fleet.service import Fleet
+from netroot.fleet.rules import Fleet
 from netroot.inventory import Inventory, parse
 from netroot.remote import lock
 from netroot.rollout import runner

@@ -11,8 +11,8 @@ from netroot import bootmode
 from netroot.adapters.ssh import Result, Unreachable
 from netroot.errors import UsageError
 from netroot.inventory import Board, parse
-from netroot.smoke.qpu import QpuStage
-from netroot.smoke.report import BoardReport, SmokeReport
+from netroot.smoke.qpustage import QpuStage
+from netroot.smoke.results import BoardReport, SmokeReport
 from netroot.smoke.stage import ReadyBoard, SmokeSettings, StageResult
 from netroot.smoke.stages import BoardChecks, _record, stages
 from netroot.sshtarget import SshTarget

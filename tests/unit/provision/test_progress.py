@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from netroot.errors import Exit
-from netroot.provision.events import Summary, summarize
+from netroot.provision.progress import Summary
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -17,6 +17,14 @@ def _events(name: str) -> list[dict[str, Any]]:
     data = json.loads((FIXTURES / f"provision_events_{name}.json").read_text())
     assert isinstance(data, list)
     return data
+
+
+def summarize(events: list[dict[str, Any]]) -> Summary:
+    """A whole recorded run fed to the model event by event, as provision() feeds it."""
+    summary = Summary()
+    for event in events:
+        summary.apply(event)
+    return summary
 
 
 def test_board_down_is_unreachable_and_the_server_completes() -> None:

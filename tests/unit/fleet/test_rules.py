@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from netroot.fleet import service
+from netroot.fleet import rules
+from netroot.fleet.boardfacts import BoardFacts
 from netroot.fleet.desired import Desired
-from netroot.fleet.facts import BoardFacts
 from netroot.fleet.state import load_state
 from tests.unit.core.fleetkit import inventory
 
@@ -14,12 +14,12 @@ A, B, C = "a" * 16, "b" * 16, "c" * 16
 def test_provision_keeps_the_assignment(tmp_path: Path) -> None:
     state = load_state(tmp_path)
     state.board("pi-01").assigned = A
-    service.record_provision(state, {"pi-01": B})  # whatever the run left mounted
+    rules.record_provision(state, {"pi-01": B})  # whatever the run left mounted
     assert state.board("pi-01").assigned == A and state.board("pi-01").mounted == B
     desired = {"pi-01": Desired(A, "assigned"), "pi-02": Desired(C, "current"),
                "pi-03": Desired(None, "none")}  # fmt: skip
-    assert service.provision_versions(desired) == {"pi-01": A, "pi-02": C}
-    assert service.smoke_expectations(desired) == {"pi-01": {"version": A},
+    assert rules.provision_versions(desired) == {"pi-01": A, "pi-02": C}
+    assert rules.smoke_expectations(desired) == {"pi-01": {"version": A},
                                                    "pi-02": {"version": C}}  # fmt: skip
 
 
@@ -29,7 +29,7 @@ def test_plan_sources_resume_smokes_a_switched_board_again(tmp_path: Path) -> No
         state.board(b).record_good(A)
     state.board("pi-02").record_good(B)
     observed = {"pi-01": BoardFacts(B, B), "pi-02": BoardFacts(B, B), "pi-03": None}
-    sources = service.plan_sources(state, observed, B)
+    sources = rules.plan_sources(state, observed, B)
     # pi-01 has B mounted but never smoked it green: not "already there".
     assert sources == {"pi-01": A, "pi-02": B, "pi-03": None}
 
@@ -42,24 +42,24 @@ def test_protected_versions_cover_every_rule(tmp_path: Path) -> None:
     state.board("pi-02").mounted = "d" * 16
     desired = {"pi-01": Desired(A, "assigned"), "pi-02": Desired("e" * 16, "current"),
                "pi-03": Desired(C, "pin")}  # fmt: skip
-    keep = service.protection_reasons(inv.boards.values(), state, desired, "raspbian")
+    keep = rules.protection_reasons(inv.boards.values(), state, desired, "raspbian")
     assert set(keep) == {A, B, C, "d" * 16, "e" * 16}
     assert keep[C] == ["pinned by pi-03"] and keep["d" * 16] == ["mounted by pi-02"]
-    assert service.protection_reasons(inv.boards.values(), state, desired, "other") == {}
+    assert rules.protection_reasons(inv.boards.values(), state, desired, "other") == {}
 
 
 def test_adopt_observed_takes_what_ran_before_netroot(tmp_path: Path) -> None:
     state = load_state(tmp_path)
     state.board("pi-02").record_good(A)
-    service.adopt_observed(state, {"pi-01": BoardFacts(B, B), "pi-02": BoardFacts(B, B)})
+    rules.adopt_observed(state, {"pi-01": BoardFacts(B, B), "pi-02": BoardFacts(B, B)})
     assert state.board("pi-01").last_good == B and state.board("pi-01").assigned == B
     assert state.board("pi-02").last_good == A  # a recorded good version is not overwritten
 
 
 def test_smoke_results_recorded_in_the_rollout_vocabulary(tmp_path: Path) -> None:
-    from netroot.smoke.report import BoardReport, CheckResult, SmokeReport
+    from netroot.smoke.results import BoardReport, CheckResult, SmokeReport
 
-    fleet = service.Fleet(inventory(tmp_path / "root", tmp_path / "inv.yml"))
+    fleet = rules.Fleet(inventory(tmp_path / "root", tmp_path / "inv.yml"))
     failing = BoardReport("pi-02", checks=[CheckResult("pi-02", "test_x", "fail", "no")])
     down = BoardReport("pi-03", reachable=False, error="timed out")
     report = SmokeReport([BoardReport("pi-01"), failing, down])
@@ -83,7 +83,7 @@ def test_smoke_results_wait_for_no_writer(tmp_path: Path) -> None:
     from netroot.remote import lock
 
     root = tmp_path / "root"
-    fleet = service.Fleet(inventory(root, tmp_path / "inv.yml"))
+    fleet = rules.Fleet(inventory(root, tmp_path / "inv.yml"))
     with lock.held(root, "netroot rollout x"):
         why = fleet.record_smoke_results("netroot smoke", [("pi-01", "pass", True)])
     assert "netroot rollout x" in why
@@ -95,13 +95,13 @@ def test_smoke_results_wait_for_no_writer(tmp_path: Path) -> None:
 
 def test_writing_saves_only_a_changed_state_and_never_in_check_mode(tmp_path: Path) -> None:
     root = tmp_path / "root"
-    fleet = service.Fleet(inventory(root, tmp_path / "inv.yml"))
+    fleet = rules.Fleet(inventory(root, tmp_path / "inv.yml"))
     with fleet.writing("netroot provision --check", check=True) as state:
-        service.record_provision(state, {"pi-01": A})
+        rules.record_provision(state, {"pi-01": A})
     assert not (root / ".netroot-fleet.json").exists()
     with fleet.writing("netroot provision") as state:
         pass
     assert not (root / ".netroot-fleet.json").exists()  # nothing recorded: nothing written
     with fleet.writing("netroot provision") as state:
-        service.record_provision(state, {"pi-01": A})
+        rules.record_provision(state, {"pi-01": A})
     assert fleet.load().boards["pi-01"].mounted == A

@@ -3,7 +3,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from netroot.errors import Exit
-from netroot.smoke.report import BoardReport, CheckResult, SmokeReport
+from netroot.smoke.results import BoardReport, CheckResult, SmokeReport
 
 
 def _report() -> SmokeReport:

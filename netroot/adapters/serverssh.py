@@ -1,7 +1,7 @@
 """Run netroot's helpers on the NFS server: ssh, rsync and a JSON-lines session, as root there.
 
 The one place for "run the helper on the server over SSH with become": the export
-(netroot.export.remote) and a remote fleet root (netroot.fleet.remote) both go through it.
+(netroot.export.serverroot) and a remote fleet root (netroot.fleet.where) both go through it.
 SSH as for every other netroot connection: the inventory's user, key, known_hosts checked
 strictly (an unknown or changed host key is refused), BatchMode (never a prompt), become by
 `sudo -n` (never a password prompt). Every child (ssh, rsync) dies with this process

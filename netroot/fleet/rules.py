@@ -26,7 +26,7 @@ from netroot.fleet.state import State
 from netroot.inventory import Board, Inventory, NfsServer
 
 if TYPE_CHECKING:
-    from netroot.fleet.facts import BoardFacts
+    from netroot.fleet.boardfacts import BoardFacts
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Fleet:
 
     export_root: where the state, the lock and the fleet home's `current` live (fleet/root.py):
     the fleet home's (Inventory.server). None: its export root on this host; a remote one
-    (netroot_export_remote) is opened by the CLI (netroot.fleet.remote.open_fleet) and passed
+    (netroot_export_remote) is opened by the CLI (netroot.fleet.where.open_fleet) and passed
     in. roots: every server's own root (its versions and its `current`), by server name; a
     server not listed is its export root on this host.
     """

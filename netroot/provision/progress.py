@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -296,11 +296,3 @@ class Summary:
             "changes": [vars(c) for c in self.changes],
             "exit_code": int(self.exit_code),
         }
-
-
-def summarize(events: Iterable[Mapping[str, Any]]) -> Summary:
-    """The summary of a whole recorded run."""
-    summary = Summary()
-    for event in events:
-        summary.apply(event)
-    return summary

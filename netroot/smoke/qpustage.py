@@ -13,7 +13,7 @@ from netroot.qpu import bootconfig
 from netroot.qpu.bundle import build_program
 from netroot.qpu.modes import MODES
 from netroot.qpu.report import QpuReport, ReportError, parse
-from netroot.smoke.report import CheckResult
+from netroot.smoke.results import CheckResult
 from netroot.smoke.stage import BoardSession, Each, ReadyBoard, StageResult
 
 EMULATED_PREFIX = "EMULATED, the GPU was not tested: "

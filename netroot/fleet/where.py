@@ -4,10 +4,10 @@ With `netroot_export_remote: true` the export root is a path on the server; ever
 that has the inventory works on that one root: the state file and the lock stay there, so two
 control hosts see one fleet and one writer. This host opens one session per command to the
 server's helper (netroot.remote.fleet, sent as the export's helper is, by netroot.bundle) over
-SSH with become (netroot.adapters.server): the state is read and written through it, the lock
+SSH with become (netroot.adapters.serverssh): the state is read and written through it, the lock
 is taken by it and lives as long as this command's ssh (a control host killed frees it), and
 `current` moves through it only while the lock is held. The versions are reached the same way
-(netroot.export.remote.ServerRoot: RemoteRoot is that server's root, all verbs in one object).
+(netroot.export.serverroot.ServerRoot: RemoteRoot is that server's root, all verbs in one object).
 
 `open_place` and `open_root` are where it is decided, once, where a version lives: this host's
 export root, one server's over SSH, or several servers.
@@ -23,14 +23,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from netroot.adapters import server as adapter
+from netroot.adapters import serverssh as adapter
 from netroot.bundle import helper_command
 from netroot.errors import Exit, NetrootError
 from netroot.export.onservers import Servers
 from netroot.export.place import Place
-from netroot.export.remote import ServerRoot, remote_target
+from netroot.export.serverroot import ServerRoot, remote_target
 from netroot.fleet.root import ExportRoot, LocalRoot
-from netroot.fleet.service import Fleet
+from netroot.fleet.rules import Fleet
 from netroot.fleet.state import State, parse_state
 from netroot.inventory import Inventory, NfsServer
 from netroot.remote.fleet import PING, STATE_NAME

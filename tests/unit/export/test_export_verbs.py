@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from netroot.errors import NetrootError
-from netroot.export import service, sources
+from netroot.export import sources, verbs
 from netroot.export.manifest import Layout, Manifest, try_lock
 from netroot.export.request import ExportOptions, Source
 from netroot.export.tarstream import read_members
@@ -39,11 +39,11 @@ ROOTFS = [
 ]
 
 
-def export_tar(tmp_path: Path, specs: list[Spec], tag: str, **kw: object) -> service.ExportResult:
+def export_tar(tmp_path: Path, specs: list[Spec], tag: str, **kw: object) -> verbs.ExportResult:
     archive = write_tar(tmp_path / f"{tag}.tar", specs)
     info = sources.inspect_archive(archive)
     source = Source(info, lambda w: sources.apply_archive(info, w))
-    return service.export(source, tmp_path / "root", "img", ExportOptions(**kw))  # type: ignore[arg-type]
+    return verbs.export(source, tmp_path / "root", "img", ExportOptions(**kw))  # type: ignore[arg-type]
 
 
 def test_layout_manifest_and_noop(tmp_path: Path) -> None:
@@ -116,8 +116,8 @@ def test_reuse_links_only_identical_files(tmp_path: Path) -> None:
     assert (v1 / "bin/tool").stat().st_ino != (v2 / "bin/tool").stat().st_ino
     # 18 data files, ping, sshd_config and the three placeholders (machine-id, hostname, resolv)
     assert r2.manifest.reused_files == 23
-    assert service.verify(tmp_path / "root", "img", r1.manifest.version)[1] == []
-    assert service.verify(tmp_path / "root", "img", r2.manifest.version)[1] == []
+    assert verbs.verify(tmp_path / "root", "img", r1.manifest.version)[1] == []
+    assert verbs.verify(tmp_path / "root", "img", r2.manifest.version)[1] == []
 
 
 def test_a_second_writer_of_the_same_name_is_refused_at_once(tmp_path: Path) -> None:
@@ -131,7 +131,7 @@ def test_a_second_writer_of_the_same_name_is_refused_at_once(tmp_path: Path) -> 
             export_tar(tmp_path, [*ROOTFS, Spec("new", data=b"n")], "v2")
     finally:
         os.close(held)
-    assert service.current_id(layout) == r1.manifest.version
+    assert verbs.current_id(layout) == r1.manifest.version
     assert os.listdir(layout.staging) == []
     again = try_lock(layout)  # released with its fd
     assert again is not None
@@ -148,12 +148,12 @@ def test_failure_leaves_current_and_cleans_staging(tmp_path: Path) -> None:
         raise OSError(28, "No space left on device")
 
     with pytest.raises(NetrootError, match="no space left") as err:
-        service.export(Source(info, boom), tmp_path / "root", "img")
+        verbs.export(Source(info, boom), tmp_path / "root", "img")
     assert err.value.code == 5
     layout = Layout(tmp_path / "root", "img")
-    assert service.current_id(layout) == r1.manifest.version
+    assert verbs.current_id(layout) == r1.manifest.version
     assert list(layout.staging.iterdir()) == []
-    assert [m.version for m in service.list_versions(layout)] == [r1.manifest.version]
+    assert [m.version for m in verbs.list_versions(layout)] == [r1.manifest.version]
 
 
 def test_stale_state_from_a_killed_run_is_cleaned(tmp_path: Path) -> None:
@@ -175,7 +175,7 @@ def test_verify_finds_tampering(tmp_path: Path) -> None:
     (v / "data/f7").write_bytes(b"tampered")
     os.chmod(v / "bin/ping", 0o777)
     (v / "extra").write_text("x")
-    _, diffs = service.verify(tmp_path / "root", "img")
+    _, diffs = verbs.verify(tmp_path / "root", "img")
     assert "changed /data/f7 (size, mtime_ns, data)" in diffs
     assert any(d.startswith("changed /bin/ping (mode") for d in diffs)
     assert "extra /extra" in diffs
@@ -187,10 +187,10 @@ def test_prune_keeps_current_and_protected(tmp_path: Path) -> None:
         export_tar(tmp_path, [*ROOTFS, Spec("n", data=bytes([i]))], f"v{i}").manifest.version
         for i in range(4)
     ]
-    service.switch_current(Layout(tmp_path / "root", "img"), ids[0])
-    removed = service.prune_plan(tmp_path / "root", "img", 1, {ids[1]}).remove
+    verbs.switch_current(Layout(tmp_path / "root", "img"), ids[0])
+    removed = verbs.prune_plan(tmp_path / "root", "img", 1, {ids[1]}).remove
     assert removed == [ids[2]]
-    left = [m.version for m in service.list_versions(Layout(tmp_path / "root", "img"))]
+    left = [m.version for m in verbs.list_versions(Layout(tmp_path / "root", "img"))]
     assert left == [ids[0], ids[1], ids[3]]
 
 

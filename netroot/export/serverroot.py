@@ -19,7 +19,7 @@ is a path on the server and this control host has none. An export then:
 
 `ServerRoot` is such a server as a place (netroot.export.place): `versions`, `prune` and
 `verify` ask the same helper one question each (--list, --prune, --verify), `repair` a
-session of its own (--repair). SSH, rsync and the session go through netroot.adapters.server
+session of its own (--repair). SSH, rsync and the session go through netroot.adapters.serverssh
 (the inventory's user and key, known_hosts checked strictly, `sudo -n`, children that die with
 this process).
 """
@@ -35,11 +35,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from netroot.adapters import server as adapter
+from netroot.adapters import serverssh as adapter
 from netroot.adapters.ssh import resolve
 from netroot.bundle import helper_command
 from netroot.errors import Exit, NetrootError, UsageError
-from netroot.export import service
+from netroot.export import verbs
 from netroot.export.manifest import BUSY_HINT, Layout, Manifest, check_name
 from netroot.export.place import Checked, Exported, Fan, Listing, Protection, Pruned, Repaired
 from netroot.export.request import ExportOptions, Source
@@ -189,7 +189,7 @@ class Push:
 
     def _result(self, manifest: Manifest, noop: bool, done: dict[str, Any], seconds: float,
                 stats: dict[str, int]) -> Exported:  # fmt: skip
-        result = service.ExportResult(manifest, noop, done["switched"], done["pruned"], seconds)
+        result = verbs.ExportResult(manifest, noop, done["switched"], done["pruned"], seconds)
         path = str(self.layout.version_dir(self.vid))
         sent = stats.get("total bytes sent", 0)  # rsync's figure (0 for a no-op)
         return Exported(result, self.layout.name, path, self.server.name, sent)
@@ -247,7 +247,7 @@ class ServerRoot:
     def export(self, source: Source, name: str, options: ExportOptions) -> Exported:
         """Build the version here (in the mirror), send it, verify and commit it there."""
         started = time.monotonic()
-        vid = service.planned_version(source.info, keep_host_keys=options.keep_host_keys)
+        vid = verbs.planned_version(source.info, keep_host_keys=options.keep_host_keys)
         push = Push(self.server, name, vid)
         try:
             if push.exists:
@@ -263,7 +263,7 @@ class ServerRoot:
         """The version in this host's mirror (pruned to it: the mirror keeps one)."""
         mirrored = ExportOptions(keep=1, keep_host_keys=options.keep_host_keys,
                                  progress=options.progress)  # fmt: skip
-        return service.export(source, self.mirror, name, mirrored).manifest
+        return verbs.export(source, self.mirror, name, mirrored).manifest
 
     def export_here(self, source: Source, name: str, options: ExportOptions) -> ServerRoot:
         return self  # nothing here: the tree is received in the second step
@@ -310,7 +310,7 @@ class ServerRoot:
     def prune(self, name: str, keep: int, protection: Protection, *, dry_run: bool) -> Pruned:
         """Prune there (under the export's lock there), or with `dry_run` only plan it (no
         lock, nothing written): what goes and why each other version stays."""
-        why = json.dumps(service.reasons(protection), sort_keys=True)
+        why = json.dumps(verbs.reasons(protection), sort_keys=True)
         args = ["--prune", check_name(name), str(keep), "1" if dry_run else "0", why]
         plan = self._once(args, "pruning")["plan"]
         found = PrunePlan(list(plan["remove"]), dict(plan["kept"]), list(plan["order"]))
@@ -327,28 +327,26 @@ class ServerRoot:
 
 def repair_remote(
     root: ServerRoot, source: Source, name: str, options: ExportOptions
-) -> service.RepairResult:
+) -> verbs.RepairResult:
     """Put a damaged version on the server back in place (netroot.remote.export_repair): the
     server names the damaged paths, this host builds the version in its mirror (from the
     source) and sends only those paths, the server checks and puts them back."""
     started = time.monotonic()
     server, local = root.server, root.mirror
-    vid = service.planned_version(source.info, keep_host_keys=options.keep_host_keys)
+    vid = verbs.planned_version(source.info, keep_host_keys=options.keep_host_keys)
     target = remote_target(server)
     session = Session(target, server.export_root, check_name(name), vid, "--repair")
     try:
         hello = session.hello
         if not hello["damaged"]:
             summary = Manifest.from_json(hello["manifest"], entries=False)
-            return service.RepairResult(summary, [], [], time.monotonic() - started)
+            return verbs.RepairResult(summary, [], [], time.monotonic() - started)
         mirrored = ExportOptions(keep=1, keep_host_keys=options.keep_host_keys,
                                  progress=options.progress)  # fmt: skip
-        made = service.export(source, local, name, mirrored)
-        if made.noop and service.verify(local, name, vid)[1]:
+        made = verbs.export(source, local, name, mirrored)
+        if made.noop and verbs.verify(local, name, vid)[1]:
             # The mirror's copy is the good copy sent: put it back first if it is damaged too.
-            service.repair(
-                source, local, name, ExportOptions(keep_host_keys=options.keep_host_keys)
-            )
+            verbs.repair(source, local, name, ExportOptions(keep_host_keys=options.keep_host_keys))
         tree = Layout(local, name).version_dir(vid)
         with tempfile.NamedTemporaryFile(prefix="netroot-repair-") as listing:
             # NUL-separated bytes (a name may hold a newline); "." is the version's root.
@@ -361,7 +359,7 @@ def repair_remote(
                 [*flags, f"--files-from={listing.name}"], what,
             )  # fmt: skip
         done = session.request({"op": "repair"}, what="repairing")
-        return service.RepairResult(
+        return verbs.RepairResult(
             made.manifest, done["done"], done["remaining"], time.monotonic() - started
         )
     finally:
