@@ -17,13 +17,14 @@ import json
 import resource
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from netroot.fleet.outcome import Outcome, Result
 from netroot.fleet.state import load_state
+from netroot.inventory import Board, Host
 from netroot.rollout.engine import run_rollout
-from netroot.rollout.plan import Count, make_plan
+from netroot.rollout.plan import Count, Step, make_plan
 
 
 class ScriptedBoards:
@@ -33,20 +34,20 @@ class ScriptedBoards:
         self.bad = set(names[5::10])  # never the canary: a failed canary stops the rollout
         self.running = dict.fromkeys(names, "old")
 
-    def switch(self, versions: Mapping[str, str], stagger: float) -> dict[str, Result]:
-        self.running.update(versions)
-        return {b: (Outcome.OK, "") for b in versions}
+    def switch(self, steps: Sequence[Step], stagger: float) -> dict[str, Result]:
+        self.running.update({s.board.name: s.to_version for s in steps})
+        return {s.board.name: (Outcome.OK, "") for s in steps}
 
-    def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Result]:
+    def smoke(self, steps: Sequence[Step]) -> dict[str, Result]:
         return {
             b: (Outcome.FAILED, "test_user_check failed")
             if b in self.bad and self.running[b] == "new"
             else (Outcome.OK, "")
-            for b in boards
+            for b in (s.board.name for s in steps)
         }
 
-    def prepare(self, boards: Sequence[str]) -> dict[str, Result]:
-        return {b: (Outcome.OK, "") for b in boards}
+    def prepare(self, boards: Sequence[Board]) -> dict[str, Result]:
+        return {b.name: (Outcome.OK, "") for b in boards}
 
 
 def _cpu() -> float:
@@ -71,8 +72,11 @@ def measure(size: int, batch: int) -> dict[str, float]:
             st.assigned = "old"
             st.record_good("old")
         state.save()
+        boards = [
+            Board(Host(n, {}, frozenset()), "", "img", None, False, None, None) for n in names
+        ]
         plan = make_plan(
-            names, dict.fromkeys(names, "old"), "new", canary=1,
+            boards, dict.fromkeys(names, "old"), "new", canary=1,
             batch=Count(batch, False), max_fail=Count(size, False),
         )  # fmt: skip
         cpu, wrote = _cpu(), _written()

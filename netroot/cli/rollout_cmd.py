@@ -109,14 +109,15 @@ def _plan_table(app: AppContext, plan: Any, name: str, pinned: list[str]) -> Non
         f"plan: {name} -> {plan.to_version} "
         f"(failures tolerated over the whole rollout: {plan.max_failures})",
         ["batch", "board", "from", "to"],
-        [["prepare", b, "-", "(boot config and its reboot first)"] for w in plan.prepare for b in w]
+        [["prepare", b.name, "-", "(boot config and its reboot first)"]
+         for w in plan.prepare for b in w]
         + [
-            ["canary" if plan.canary and i == 0 else str(i), s.board, s.from_version or "-",
+            ["canary" if plan.canary and i == 0 else str(i), s.board.name, s.from_version or "-",
              s.to_version]
             for i, b in enumerate(plan.batches)
             for s in b
         ]
-        + [["-", b, plan.to_version, "(already there)"] for b in plan.unchanged]
+        + [["-", b.name, plan.to_version, "(already there)"] for b in plan.unchanged]
         + [["-", b, "(pinned)", "(skipped)"] for b in pinned],
     )  # fmt: skip
 
@@ -214,7 +215,7 @@ def rollout(
     servers = [s.name for s in inv.servers_for(planned.boards)]  # each board's own server
     check_become(inv, [*servers, *(b.name for b in planned.boards)], proven=observed)
     _confirm(yes, f"roll {planned.plan.to_version} out to {len(planned.plan.boards)} boards?")
-    boards = [s.board for b in planned.plan.batches for s in b]
+    boards = [s.board.name for b in planned.plan.batches for s in b]
     app.on_interrupt = lambda: interrupted.switched(fleet, boards, planned.plan.to_version)
     with fleet.locked(_command_line(), break_lock=break_lock):
         outcome = runner.run(

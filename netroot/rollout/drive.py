@@ -9,18 +9,17 @@ from typing import Any
 
 from netroot.fleet.outcome import Outcome, Result, from_smoke_status
 from netroot.inventory import Board, Inventory
+from netroot.rollout.plan import Step
 from netroot.smoke.stage import SmokeSettings
 
 
-def on_down_servers(
-    boards: Mapping[str, Board], down: Mapping[str, str], names: Iterable[str]
-) -> dict[str, Result]:
+def on_down_servers(down: Mapping[str, str], boards: Iterable[Board]) -> dict[str, Result]:
     """The boards whose NFS server is down: unreachable (against the budget), with why."""
     out: dict[str, Result] = {}
-    for name in names:
-        server = boards[name].server
-        if server in down:
-            out[name] = (Outcome.UNREACHABLE, f"its NFS server {server} is down: {down[server]}")
+    for board in boards:
+        if board.server in down:
+            why = f"its NFS server {board.server} is down: {down[board.server]}"
+            out[board.name] = (Outcome.UNREACHABLE, why)
     return out
 
 
@@ -30,23 +29,22 @@ class PastDownServers:
     are not switched (nothing to mount there) and count as unreachable."""
 
     inner: Any  # the engine's BoardDriver (netroot.rollout.engine)
-    boards: Mapping[str, Board]  # the rollout's boards, as the inventory gave them
     down: Mapping[str, str]
 
-    def switch(self, versions: Mapping[str, str], stagger: float) -> dict[str, Result]:
-        out = on_down_servers(self.boards, self.down, versions)
-        rest = {b: v for b, v in versions.items() if b not in out}
+    def switch(self, steps: Sequence[Step], stagger: float) -> dict[str, Result]:
+        out = on_down_servers(self.down, (s.board for s in steps))
+        rest = [s for s in steps if s.board.name not in out]
         if rest:
             out.update(self.inner.switch(rest, stagger))
         return out
 
-    def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Result]:
-        result: dict[str, Result] = self.inner.smoke(boards, versions)
+    def smoke(self, steps: Sequence[Step]) -> dict[str, Result]:
+        result: dict[str, Result] = self.inner.smoke(steps)
         return result
 
-    def prepare(self, boards: Sequence[str]) -> dict[str, Result]:
-        out = on_down_servers(self.boards, self.down, boards)
-        rest = [b for b in boards if b not in out]
+    def prepare(self, boards: Sequence[Board]) -> dict[str, Result]:
+        out = on_down_servers(self.down, boards)
+        rest = [b for b in boards if b.name not in out]
         if rest:
             out.update(self.inner.prepare(rest))
         return out
@@ -54,13 +52,11 @@ class PastDownServers:
 
 @dataclass
 class AnsibleDriver:
-    """Provision switches a batch, the smoke verifies it. The engine names boards by name (the
-    fleet state's keys); the driver holds each as the one `Board` the inventory gave the
-    command and hands those same values to the smoke (provision takes names: its targets)."""
+    """Provision switches a batch, the smoke verifies it. The engine hands it the inventory's
+    `Board` values (in the plan's steps), and it hands those same values to the smoke;
+    provision takes names (its targets), and the answers are by name (the fleet state's key)."""
 
     inventory: Inventory
-    # The boards it drives, by name, in inventory order (default: every board of the inventory).
-    boards: Mapping[str, Board] = field(default_factory=dict)
     smoke_settings: SmokeSettings = field(default_factory=SmokeSettings)
     log: Callable[[str], None] = lambda _m: None
     smoke_reports: list[Any] = field(default_factory=list)
@@ -76,48 +72,44 @@ class AnsibleDriver:
     # against the rollout's budget, and a rerun once the server is back finishes the job.
     down: dict[str, str] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        if not self.boards:
-            self.boards = dict(self.inventory.boards)
-
-    def switch(self, versions: Mapping[str, str], stagger: float) -> dict[str, Result]:
+    def switch(self, steps: Sequence[Step], stagger: float) -> dict[str, Result]:
         """One Ansible run for the batch; with a stagger, one board at a time, S seconds apart."""
         if stagger <= 0:
-            return self._provision(dict(versions))
+            return self._provision(steps)
         out: dict[str, Result] = {}
-        for i, (board, version) in enumerate(versions.items()):
+        for i, step in enumerate(steps):
             if i:
                 time.sleep(stagger)
-            out.update(self._provision({board: version}))
+            out.update(self._provision([step]))
         return out
 
-    def _provision(self, versions: dict[str, str]) -> dict[str, Result]:
-        out = self._server_down(versions)
-        versions = {b: v for b, v in versions.items() if b not in out}
-        if versions:
-            out.update(self._run(versions))
-        return out
-
-    def _server_down(self, boards: Mapping[str, str]) -> dict[str, Result]:
-        return on_down_servers(self.boards, self.down, boards)
-
-    def prepare(self, boards: Sequence[str]) -> dict[str, Result]:
-        """The boot config only (the board role's netroot_board_prepare_only), one run."""
-        out = self._server_down(dict.fromkeys(boards, ""))
-        rest = [b for b in boards if b not in out]
+    def _provision(self, steps: Sequence[Step]) -> dict[str, Result]:
+        out = on_down_servers(self.down, (s.board for s in steps))
+        rest = [s for s in steps if s.board.name not in out]
         if rest:
-            out.update(self._run(dict.fromkeys(rest, ""), prepare=True))
+            out.update(
+                self._run([s.board for s in rest], {s.board.name: s.to_version for s in rest})
+            )
         return out
 
-    def _run(self, versions: dict[str, str], prepare: bool = False) -> dict[str, Result]:
-        """One provision run: each board switched to its version (prepare: none, "")."""
+    def prepare(self, boards: Sequence[Board]) -> dict[str, Result]:
+        """The boot config only (the board role's netroot_board_prepare_only), one run."""
+        out = on_down_servers(self.down, boards)
+        rest = [b for b in boards if b.name not in out]
+        if rest:
+            out.update(self._run(rest, None))
+        return out
+
+    def _run(self, boards: Sequence[Board], versions: dict[str, str] | None) -> dict[str, Result]:
+        """One provision run: each board switched to its version (None: prepared, no version)."""
         from netroot.provision.apply import provision
 
-        servers = {self.boards[b].server for b in versions}
+        prepare = versions is None
+        servers = {b.server for b in boards}
         result = provision(
             self.inventory,
-            list(versions),
-            versions=None if prepare else versions,
+            [b.name for b in boards],
+            versions=versions,
             extra_vars={"netroot_board_prepare_only": True} if prepare else None,
             runner=self.runner,
             server_configured=servers <= self.configured,
@@ -131,9 +123,10 @@ class AnsibleDriver:
                 self.down[name] = messages.get(name, "unreachable")
             elif server is not None and server.state in ("ok", "changed") and configures:
                 self.configured.add(name)
-        gone = self._server_down(versions)
+        gone = on_down_servers(self.down, boards)
         out: dict[str, Result] = {}
-        for board, version in versions.items():
+        for board in (b.name for b in boards):
+            version = versions[board] if versions is not None else ""
             stats = result.summary.hosts.get(board)
             state = stats.state if stats else Outcome.FAILED.value
             if board in gone:
@@ -149,15 +142,15 @@ class AnsibleDriver:
                 out[board] = (Outcome.OK, "")
         return out
 
-    def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Result]:
+    def smoke(self, steps: Sequence[Step]) -> dict[str, Result]:
         from netroot.smoke.stages import run_smoke
 
-        wanted = set(boards)
+        order = {name: i for i, name in enumerate(self.inventory.boards)}
         report = run_smoke(
             self.inventory,
-            [b for name, b in self.boards.items() if name in wanted],  # inventory order
+            [s.board for s in sorted(steps, key=lambda s: order.get(s.board.name, len(order)))],
             self.smoke_settings,
-            expected={b: {"version": v} for b, v in versions.items()},
+            expected={s.board.name: {"version": s.to_version} for s in steps},
         )
         self.smoke_reports.append(report)
         out: dict[str, Result] = {}

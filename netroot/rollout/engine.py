@@ -9,27 +9,31 @@ killed at any point can be resumed or rolled back from another control host.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from netroot.fleet.outcome import Outcome, Result
 from netroot.fleet.state import RolloutRecord, State
-from netroot.rollout.plan import Plan, after_batch
+from netroot.inventory import Board
+from netroot.rollout.plan import Plan, Step, after_batch
 
 NO_RESULT: Result = (Outcome.FAILED, "no result")
 
 
 class BoardDriver(Protocol):
-    """What the engine drives: the boards of a batch (rollout/drive.py: Ansible and the smoke)."""
+    """What the engine drives: the boards of a batch (rollout/drive.py: Ansible and the smoke).
 
-    def switch(self, versions: Mapping[str, str], stagger: float) -> dict[str, Result]:
+    It is handed the inventory's `Board` values (in a `Step`: the board and its version) and
+    answers by board name, the fleet state's key."""
+
+    def switch(self, steps: Sequence[Step], stagger: float) -> dict[str, Result]:
         """Point each board at its version and remount (one run for the whole batch)."""
 
-    def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Result]:
+    def smoke(self, steps: Sequence[Step]) -> dict[str, Result]:
         """Smoke each board against the version it should run."""
 
-    def prepare(self, boards: Sequence[str]) -> dict[str, Result]:
+    def prepare(self, boards: Sequence[Board]) -> dict[str, Result]:
         """Set up each board's boot config (a reboot when it changes), no version (one run)."""
 
 
@@ -59,22 +63,23 @@ def _record_smoke(state: State, board: str, result: Result) -> None:
 
 
 def _switch_batch(
-    plan: Plan, batch: Sequence[str], state: State, driver: BoardDriver, index: int,
+    plan: Plan, batch: Sequence[Step], state: State, driver: BoardDriver, index: int,
     result: RolloutResult, log: Callable[[str], None],
-) -> list[str]:  # fmt: skip
-    """Switch one batch; returns the boards to smoke, records the others' results."""
-    for board in batch:
-        st = state.board(board)
+) -> list[Step]:  # fmt: skip
+    """Switch one batch; returns the steps to smoke, records the others' results."""
+    for step in batch:
+        st = state.board(step.board.name)
         st.phase, st.message = "switching", ""
     state.save()
-    switched = driver.switch({b: plan.to_version for b in batch}, plan.stagger)
+    switched = driver.switch(batch, plan.stagger)
     to_smoke = []
-    for board in batch:
+    for step in batch:
+        board = step.board.name
         st = state.board(board)
         status, message = switched.get(board, NO_RESULT)
         if status == Outcome.OK:
             st.assigned, st.mounted, st.phase = plan.to_version, plan.to_version, "smoking"
-            to_smoke.append(board)
+            to_smoke.append(step)
         elif status == Outcome.UNREACHABLE:
             # Nothing can be done on it: it keeps its assignment, and spends the budget.
             st.phase, st.message = Outcome.UNREACHABLE.value, message
@@ -83,7 +88,7 @@ def _switch_batch(
             )
         else:  # a half-done switch: put the board back on what it ran
             why = f"switch: {message}"
-            result.results.append(_roll_back(state, driver, board, index, why, log))
+            result.results.append(_roll_back(state, driver, step.board, index, why, log))
     state.save()
     return to_smoke
 
@@ -95,7 +100,8 @@ def _prepare(plan: Plan, driver: BoardDriver, log: Callable[[str], None]) -> Non
     switch (the first provision, reboot included), which counts against the budget as always.
     """
     for wave in plan.prepare:
-        log(f"prepare: {', '.join(wave)} (boot config and its reboot; no version yet)")
+        names = ", ".join(b.name for b in wave)
+        log(f"prepare: {names} (boot config and its reboot; no version yet)")
         for board, (status, message) in driver.prepare(wave).items():
             if status != Outcome.OK:
                 log(f"{board}: not prepared ({status.value}: {message}); its batch sets it up")
@@ -118,14 +124,12 @@ def run_rollout(
         _prepare(plan, driver, log)
         for index, batch in enumerate(plan.batches):
             label = "canary" if plan.canary and index == 0 else f"batch {index}"
-            boards = [s.board for s in batch]
-            log(f"{label}: {', '.join(boards)} -> {plan.to_version}")
+            log(f"{label}: {', '.join(s.board.name for s in batch)} -> {plan.to_version}")
             before = len(result.results)
-            to_smoke = _switch_batch(plan, boards, state, driver, index, result, log)
-            smoked = (
-                driver.smoke(to_smoke, {b: plan.to_version for b in to_smoke}) if to_smoke else {}
-            )
-            for board in to_smoke:
+            to_smoke = _switch_batch(plan, batch, state, driver, index, result, log)
+            smoked = driver.smoke(to_smoke) if to_smoke else {}
+            for step in to_smoke:
+                board = step.board.name
                 st = state.board(board)
                 status, message = smoked.get(board, NO_RESULT)
                 _record_smoke(state, board, (status, message))
@@ -139,7 +143,9 @@ def run_rollout(
                         BoardResult(board, index, Outcome.UNREACHABLE, st.assigned, message)
                     )
                 else:
-                    result.results.append(_roll_back(state, driver, board, index, message, log))
+                    result.results.append(
+                        _roll_back(state, driver, step.board, index, message, log)
+                    )
             # One write for the batch's verdicts (a failed board's rollback saved its own steps):
             # a save is the whole fleet's state, so one per board made a rollout's writes grow
             # with the square of the fleet (bench/bench_fleet_books.py).
@@ -154,7 +160,7 @@ def run_rollout(
                 for later in plan.batches[index + 1 :]:
                     for step in later:
                         result.results.append(
-                            BoardResult(step.board, -1, Outcome.NOT_REACHED, step.from_version)
+                            BoardResult(step.board.name, -1, Outcome.NOT_REACHED, step.from_version)
                         )
                 break
     except KeyboardInterrupt:
@@ -172,9 +178,11 @@ def run_rollout(
 
 
 def _roll_back(
-    state: State, driver: BoardDriver, board: str, index: int, why: str, log: Callable[[str], None]
-) -> BoardResult:
+    state: State, driver: BoardDriver, failed: Board, index: int, why: str,
+    log: Callable[[str], None],
+) -> BoardResult:  # fmt: skip
     """Put a board that failed back on its last good version, and smoke that."""
+    board = failed.name
     st = state.board(board)
     st.phase = Outcome.FAILED.value
     state.save()
@@ -184,10 +192,11 @@ def _roll_back(
             board, index, Outcome.FAILED, st.assigned, f"{why}; no last good version"
         )
     log(f"{board}: failed ({why}); back to {good}")
-    back = driver.switch({board: good}, 0.0).get(board, NO_RESULT)
+    step = Step(failed, None, good)
+    back = driver.switch([step], 0.0).get(board, NO_RESULT)
     if back[0] == Outcome.OK:
         st.assigned, st.mounted = good, good
-        back = driver.smoke([board], {board: good}).get(board, NO_RESULT)
+        back = driver.smoke([step]).get(board, NO_RESULT)
         _record_smoke(state, board, back)
         if back[0] == Outcome.OK:
             st.phase, st.message = Outcome.ROLLED_BACK.value, why
@@ -197,14 +206,15 @@ def _roll_back(
 
 
 def run_rollback(
-    state: State, driver: BoardDriver, versions: Mapping[str, str], log: Callable[[str], None]
+    state: State, driver: BoardDriver, steps: Sequence[Step], log: Callable[[str], None]
 ) -> list[BoardResult]:
     """Switch boards to the given (earlier) versions in one run, then smoke them."""
-    switched = driver.switch(versions, 0.0)
+    switched = driver.switch(steps, 0.0)
     results: list[BoardResult] = []
-    smoked_ok = [b for b in versions if switched.get(b, NO_RESULT)[0] == Outcome.OK]
-    smoked = driver.smoke(smoked_ok, {b: versions[b] for b in smoked_ok}) if smoked_ok else {}
-    for board, version in versions.items():
+    smoked_ok = [s for s in steps if switched.get(s.board.name, NO_RESULT)[0] == Outcome.OK]
+    smoked = driver.smoke(smoked_ok) if smoked_ok else {}
+    for step in steps:
+        board, version = step.board.name, step.to_version
         st = state.board(board)
         status, message = switched.get(board, NO_RESULT)
         if status == Outcome.OK:

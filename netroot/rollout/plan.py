@@ -8,6 +8,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from netroot.errors import UsageError
+from netroot.inventory import Board
 
 _COUNT_RE = re.compile(r"^(\d+)(%?)$")
 
@@ -36,7 +37,9 @@ class Count:
 
 @dataclass(frozen=True)
 class Step:
-    board: str
+    """One board's switch: the inventory's `Board` itself, carried from the plan to the smoke."""
+
+    board: Board
     from_version: str | None
     to_version: str
 
@@ -48,13 +51,13 @@ class Plan:
     canary: int
     max_failures: int  # failures tolerated; one more stops the rollout
     stagger: float  # seconds between boards' remounts inside a batch
-    unchanged: tuple[str, ...] = field(default=())  # boards already on to_version
+    unchanged: tuple[Board, ...] = field(default=())  # boards already on to_version
     # Boards that run no version yet, prepared before the canary (boot config, one reboot,
     # no version) in waves paced like batches, so that their batches switch without a reboot.
-    prepare: tuple[tuple[str, ...], ...] = field(default=())
+    prepare: tuple[tuple[Board, ...], ...] = field(default=())
 
     @property
-    def boards(self) -> list[str]:
+    def boards(self) -> list[Board]:
         return [s.board for b in self.batches for s in b]
 
     def to_dict(self) -> dict[str, object]:
@@ -63,10 +66,10 @@ class Plan:
             "canary": self.canary,
             "max_failures": self.max_failures,
             "stagger": self.stagger,
-            "unchanged": list(self.unchanged),
-            "prepare": [list(wave) for wave in self.prepare],
+            "unchanged": [b.name for b in self.unchanged],
+            "prepare": [[b.name for b in wave] for wave in self.prepare],
             "batches": [
-                [{"board": s.board, "from": s.from_version, "to": s.to_version} for s in b]
+                [{"board": s.board.name, "from": s.from_version, "to": s.to_version} for s in b]
                 for b in self.batches
             ],
         }
@@ -74,9 +77,8 @@ class Plan:
 
 @dataclass(frozen=True)
 class Pacing:
-    """Each board's NFS server, and how many boards of a server may switch at once."""
+    """How many boards of an NFS server (each board's `server`) may switch at once."""
 
-    server_of: Mapping[str, str] = field(default_factory=dict)  # board -> server
     cap: Mapping[str, int] = field(default_factory=dict)  # server -> netroot_server_reboot_batch
 
     def split(self, steps: Sequence[Step], size: int) -> list[tuple[Step, ...]]:
@@ -89,7 +91,7 @@ class Pacing:
             for step in todo:
                 if len(taken) == size:
                     break
-                server = self.server_of.get(step.board, "")
+                server = step.board.server
                 if per_server.get(server, 0) >= self.cap.get(server, size):
                     continue
                 per_server[server] = per_server.get(server, 0) + 1
@@ -100,15 +102,15 @@ class Pacing:
 
 
 def make_plan(
-    boards: Sequence[str],
-    current: Mapping[str, str | None],
+    boards: Sequence[Board],
+    current: Mapping[str, str | None],  # board name -> what it runs (the fleet state's keys)
     to_version: str,
     canary: int = 1,
     batch: Count = Count(1, False),
     max_fail: Count = Count(0, False),
     stagger: float = 0.0,
     pacing: Pacing | None = None,
-    fresh: Collection[str] = (),
+    fresh: Collection[Board] = (),
 ) -> Plan:
     """Split the boards that need the new version into a canary batch then batches.
 
@@ -123,9 +125,9 @@ def make_plan(
         raise UsageError(f"--canary {canary}: expected 0 or more")
     if stagger < 0:
         raise UsageError(f"--stagger {stagger}: expected seconds >= 0")
-    todo = [b for b in boards if current.get(b) != to_version]
-    unchanged = tuple(b for b in boards if current.get(b) == to_version)
-    steps = [Step(b, current.get(b), to_version) for b in todo]
+    todo = [b for b in boards if current.get(b.name) != to_version]
+    unchanged = tuple(b for b in boards if current.get(b.name) == to_version)
+    steps = [Step(b, current.get(b.name), to_version) for b in todo]
     batches: list[tuple[Step, ...]] = []
     n_canary = min(canary, len(steps))
     pace = pacing or Pacing()
@@ -134,7 +136,8 @@ def make_plan(
     rest = steps[n_canary:]
     size = batch.of(len(rest), at_least=1) if rest else 1
     batches.extend(pace.split(rest, size))
-    ready = [s for s in steps if s.board in fresh and s.from_version is None]
+    fresh_names = {b.name for b in fresh}
+    ready = [s for s in steps if s.board.name in fresh_names and s.from_version is None]
     prepare = [tuple(s.board for s in w) for w in pace.split(ready, len(ready))]
     return Plan(
         to_version=to_version,
@@ -172,14 +175,14 @@ def after_batch(plan: Plan, batch_index: int, failed: int, batch_failed: int) ->
     return Decision(True, f"{failed} failed, {allowed}")
 
 
-def defer(plan: Plan, boards: Collection[str]) -> Plan:
-    """The plan with `boards` moved to one last batch: their NFS server is down, so they fail
-    without being switched, and a board that cannot run the version is never the canary (the
-    canary batch is refilled, in order, from the next batches)."""
-    later = tuple(s for b in plan.batches for s in b if s.board in boards)
+def defer(plan: Plan, servers: Collection[str]) -> Plan:
+    """The plan with the boards of `servers` moved to one last batch: their NFS server is down,
+    so they fail without being switched, and a board that cannot run the version is never the
+    canary (the canary batch is refilled, in order, from the next batches)."""
+    later = tuple(s for b in plan.batches for s in b if s.board.server in servers)
     if not later:
         return plan
-    kept = [[s for s in b if s.board not in boards] for b in plan.batches]
+    kept = [[s for s in b if s.board.server not in servers] for b in plan.batches]
     if plan.canary and kept:
         rest = [s for b in kept[1:] for s in b]
         while len(kept[0]) < plan.canary and rest:
@@ -190,5 +193,6 @@ def defer(plan: Plan, boards: Collection[str]) -> Plan:
                     b.remove(taken)
     batches = (*(tuple(b) for b in kept if b), later)
     canary = min(plan.canary, len(kept[0])) if kept and kept[0] else 0
-    prepare = tuple(w for w in (tuple(b for b in w if b not in boards) for w in plan.prepare) if w)
+    waves = (tuple(b for b in w if b.server not in servers) for w in plan.prepare)
+    prepare = tuple(w for w in waves if w)
     return replace(plan, batches=batches, canary=canary, prepare=prepare)

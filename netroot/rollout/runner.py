@@ -77,17 +77,16 @@ def plan_rollout(
         if facts is None:
             log(f"{board}: unreachable")
     sources = rules.plan_sources(state, observed, version)
-    names = [b.name for b in boards]
     # Reachable boards running no version whose boot config netroot sets up (a stock sd board).
     fresh = [
-        b.name
+        b
         for b in boards
         if b.mode.prepared_before_rollout
         and (facts := observed.get(b.name)) is not None
         and not facts.mounted
     ]
     plan = make_plan(
-        names, sources, version, canary, batch, max_fail, stagger, pacing_for(fleet, boards), fresh
+        boards, sources, version, canary, batch, max_fail, stagger, pacing_for(fleet), fresh
     )
     return PlannedRollout(plan, boards, pinned, observed)
 
@@ -127,15 +126,14 @@ def run(
     if exported.manifest.version != planned.plan.to_version:
         raise UsageError(f"{source} changed while planning", "run the rollout again")
     state.save()
-    by_name = {b.name: b for b in planned.boards}  # the inventory's Board, to the smoke
     target = engine_fleet or AnsibleDriver(
-        fleet.inventory, by_name, smoke, log=log, become_checked=become_checked
+        fleet.inventory, smoke, log=log, become_checked=become_checked
     )
     down = {s: f"the export to it failed: {e.message}" for s, e in exported.failed.items()}
     plan = planned.plan
     if down:
-        target = PastDownServers(target, by_name, down)
-        plan = defer(plan, [b.name for b in planned.boards if b.server in down])
+        target = PastDownServers(target, down)
+        plan = defer(plan, down)
     result = run_rollout(plan, state, target, source, log=log, name=name)
     released = not result.stopped and release_if_green(fleet, planned, name, result.results, log)
     return RolloutOutcome(result, released)
@@ -163,9 +161,9 @@ def _unchanged_ok(plan: Plan, state: Any) -> list[BoardResult]:
     from netroot.fleet.outcome import Outcome
 
     return [
-        BoardResult(b, -1, Outcome.OK, plan.to_version)
+        BoardResult(b.name, -1, Outcome.OK, plan.to_version)
         for b in plan.unchanged
-        if state.board(b).last_good == plan.to_version
+        if state.board(b.name).last_good == plan.to_version
     ]
 
 
@@ -193,19 +191,16 @@ def rollback(
 
     versions = rollback_versions(fleet, boards, to)
     state = fleet.load()
-    target = engine_fleet or AnsibleDriver(
-        fleet.inventory, {b.name: b for b in boards}, log=log, become_checked=become_checked
-    )
+    target = engine_fleet or AnsibleDriver(fleet.inventory, log=log, become_checked=become_checked)
     # Paced like a rollout's batches: at most netroot_server_reboot_batch boards of one
     # server switch (and reboot) at once; one wave when every server is within its cap.
-    steps = [Step(b, None, v) for b, v in versions.items()]
+    steps = [Step(b, None, versions[b.name]) for b in boards if b.name in versions]
     results: list[BoardResult] = []
-    for wave in pacing_for(fleet, boards).split(steps, len(steps)):
-        results += run_rollback(state, target, {s.board: s.to_version for s in wave}, log)
+    for wave in pacing_for(fleet).split(steps, len(steps)):
+        results += run_rollback(state, target, wave, log)
     return results
 
 
-def pacing_for(fleet: Fleet, boards: list[Board]) -> Pacing:
-    """Each board's server and each server's cap (netroot_server_reboot_batch)."""
-    servers = fleet.inventory.servers.values()
-    return Pacing({b.name: b.server for b in boards}, {s.name: s.reboot_batch for s in servers})
+def pacing_for(fleet: Fleet) -> Pacing:
+    """Each server's cap (netroot_server_reboot_batch); a board's server is its own."""
+    return Pacing({s.name: s.reboot_batch for s in fleet.inventory.servers.values()})

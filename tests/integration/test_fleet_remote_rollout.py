@@ -9,7 +9,7 @@ other resumes it from the state kept on the server.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -19,6 +19,7 @@ from netroot.fleet.rules import Fleet
 from netroot.fleet.where import RemoteRoot
 from netroot.remote.fleet import STATE_NAME
 from netroot.rollout import runner
+from netroot.rollout.plan import Step
 from tests.integration.provision_hosts import NEEDS_RSYNC, NetnsHost, netns_host
 from tests.unit.core import fleetkit as kit
 from tests.unit.core.fleetkit import FakeBoards
@@ -93,11 +94,11 @@ class DiesAfter(FakeBoards):
         super().__init__(names, running)
         self.left = smokes
 
-    def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Result]:
+    def smoke(self, steps: Sequence[Step]) -> dict[str, Result]:
         if self.left == 0:
             raise KeyboardInterrupt
         self.left -= 1
-        return super().smoke(boards, versions)
+        return super().smoke(steps)
 
 
 def test_rollout_moves_the_servers_current_only_when_green(
@@ -111,12 +112,12 @@ def test_rollout_moves_the_servers_current_only_when_green(
     seen: list[str | None] = []
     smoke = boards.smoke
 
-    def smoke_and_look(b: Sequence[str], v: Mapping[str, str]) -> dict[str, Result]:
+    def smoke_and_look(steps: Sequence[Step]) -> dict[str, Result]:
         seen.append(site.current())
         time.sleep(0.5)  # the lock holder's pings interleave with the rollout's own requests
-        return smoke(b, v)
+        return smoke(steps)
 
-    boards.smoke = smoke_and_look  # type: ignore[assignment,method-assign]
+    boards.smoke = smoke_and_look  # type: ignore[method-assign]
     monkeypatch.setattr("netroot.fleet.where.PING", 0.02)
     second = _rollout(fleet, boards, site.image("b"))
     version_b = second.result.results[0].version

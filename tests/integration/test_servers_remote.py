@@ -14,7 +14,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from netroot.fleet.where import RemoteRoot
 from netroot.remote.fleet import STATE_NAME
 from netroot.remote.lock import LOCK_NAME
 from netroot.rollout import runner
-from netroot.rollout.plan import Count
+from netroot.rollout.plan import Count, Step
 from tests.integration.provision_hosts import (
     NEEDS_RSYNC,
     NetnsHost,
@@ -151,11 +151,11 @@ class StopsServer(FakeBoards):
         super().__init__(names, running)
         self.host, self.smokes = host, 0
 
-    def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Result]:
+    def smoke(self, steps: Sequence[Step]) -> dict[str, Result]:
         self.smokes += 1
         if self.smokes == 3:
             stop_sshd(self.host)
-        return super().smoke(boards, versions)
+        return super().smoke(steps)
 
 
 def test_a_server_down_during_the_rollout_is_released_by_the_rerun(

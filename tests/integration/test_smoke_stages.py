@@ -15,6 +15,7 @@ from netroot.errors import Exit
 from netroot.fleet.outcome import Outcome
 from netroot.inventory import Inventory, load
 from netroot.rollout.drive import AnsibleDriver
+from netroot.rollout.plan import Step
 from netroot.smoke.stage import SmokeSettings
 from netroot.smoke.stages import run_smoke
 from tests.integration.provision_hosts import NEEDS_HOSTS, NetnsHost, netns_host
@@ -85,8 +86,10 @@ def test_a_rollouts_smoke_gets_the_boards_the_rollout_was_given(
 ) -> None:
     inv = _inventory(host, tmp_path)
     boards = {b.name: b for b in inv.resolve(["boards"])}
-    driver = AnsibleDriver(inv, boards, SmokeSettings(qpu_mode="skip"))
-    results = driver.smoke(["pi-b", "pi-a"], {"pi-a": "a" * 16, "pi-b": "a" * 16})
+    driver = AnsibleDriver(inv, SmokeSettings(qpu_mode="skip"))
+    results = driver.smoke(
+        [Step(boards["pi-b"], None, "a" * 16), Step(boards["pi-a"], None, "a" * 16)]
+    )
     (report,) = driver.smoke_reports
     assert [b.board for b in report.boards] == ["pi-a", "pi-b"]  # inventory order, as before
     assert results["pi-b"][0] == Outcome.UNREACHABLE

@@ -9,7 +9,8 @@ from typing import Any
 
 from netroot.fleet.boardfacts import BoardFacts
 from netroot.fleet.outcome import Outcome, Result
-from netroot.inventory import Board, Inventory, parse
+from netroot.inventory import Board, Host, Inventory, parse
+from netroot.rollout.plan import Step
 
 
 def inventory(root: Path, path: Path, boards: int = 3, pins: Mapping[str, str] = {}) -> Inventory:
@@ -35,6 +36,20 @@ def inventory(root: Path, path: Path, boards: int = 3, pins: Mapping[str, str] =
     return parse(data, path)
 
 
+def boards(names: Sequence[str], server_of: Mapping[str, str] = {}) -> list[Board]:
+    """Inventory `Board` values named `names`, each on its server (default nfs-01)."""
+    return [
+        Board(Host(n, {}, frozenset({"boards"})), "", "raspbian", None, False, None, None,
+              server=server_of.get(n, "nfs-01"))
+        for n in names
+    ]  # fmt: skip
+
+
+def names(items: Sequence[Step] | Sequence[Board]) -> tuple[str, ...]:
+    """The boards of steps (a batch) or of a wave of boards, by name."""
+    return tuple((i.board if isinstance(i, Step) else i).name for i in items)
+
+
 class FakeBoards:
     """Boards that mount what they are switched to; some fail a version's smoke, some are down."""
 
@@ -50,21 +65,22 @@ class FakeBoards:
         self.down = set(down)
         self.calls: list[tuple[str, tuple[str, ...]]] = []
 
-    def switch(self, versions: Mapping[str, str], stagger: float) -> dict[str, Result]:
-        self.calls.append(("switch", tuple(versions)))
+    def switch(self, steps: Sequence[Step], stagger: float) -> dict[str, Result]:
+        self.calls.append(("switch", names(steps)))
         out: dict[str, Result] = {}
-        for board, version in versions.items():
+        for step in steps:
+            board = step.board.name
             if board in self.down:
                 out[board] = (Outcome.UNREACHABLE, "timed out")
             else:
-                self.running[board] = version
+                self.running[board] = step.to_version
                 out[board] = (Outcome.OK, "")
         return out
 
-    def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Result]:
-        self.calls.append(("smoke", tuple(boards)))
+    def smoke(self, steps: Sequence[Step]) -> dict[str, Result]:
+        self.calls.append(("smoke", names(steps)))
         out: dict[str, Result] = {}
-        for b in boards:
+        for b in names(steps):
             if b in self.down:
                 out[b] = (Outcome.UNREACHABLE, "timed out")
             elif self.bad.get(b) == self.running[b]:
@@ -73,10 +89,10 @@ class FakeBoards:
                 out[b] = (Outcome.OK, "")
         return out
 
-    def prepare(self, boards: Sequence[str]) -> dict[str, Result]:
-        self.calls.append(("prepare", tuple(boards)))
+    def prepare(self, boards: Sequence[Board]) -> dict[str, Result]:
+        self.calls.append(("prepare", tuple(b.name for b in boards)))
         out: dict[str, Result] = {}
-        for b in boards:
+        for b in (board.name for board in boards):
             out[b] = (Outcome.UNREACHABLE, "timed out") if b in self.down else (Outcome.OK, "")
         return out
 

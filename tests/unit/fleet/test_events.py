@@ -13,7 +13,7 @@ from netroot.fleet.status import BoardStatus
 from netroot.fsutil import append_lines, read_log
 from netroot.rollout.engine import run_rollout
 from netroot.rollout.plan import Count, make_plan
-from tests.unit.core.fleetkit import FakeBoards
+from tests.unit.core.fleetkit import FakeBoards, boards
 
 BOARDS = [f"pi-{i:02d}" for i in range(1, 7)]
 
@@ -38,7 +38,7 @@ def test_a_rollout_logs_each_failed_board_with_its_reason_and_the_rest_on_the_ne
     state = _state(tmp_path)
     fleet = FakeBoards(BOARDS, "old", bad={"pi-02": "new"}, down=frozenset({"pi-04"}))
     plan = make_plan(
-        BOARDS, dict.fromkeys(BOARDS, "old"), "new", canary=1, max_fail=Count(2, False)
+        boards(BOARDS), dict.fromkeys(BOARDS, "old"), "new", canary=1, max_fail=Count(2, False)
     )
     result = run_rollout(plan, state, fleet, "img:2")
     logged = _logged(tmp_path)
@@ -65,7 +65,7 @@ def test_the_log_replayed_gives_every_board_its_recorded_assignment(tmp_path: Pa
     state = _state(tmp_path)
     fleet = FakeBoards(BOARDS, "old", bad={"pi-03": "new"})
     plan = make_plan(
-        BOARDS, dict.fromkeys(BOARDS, "old"), "new", canary=1, max_fail=Count(1, False)
+        boards(BOARDS), dict.fromkeys(BOARDS, "old"), "new", canary=1, max_fail=Count(1, False)
     )
     run_rollout(plan, state, fleet, "img:2")
     replayed: dict[str, str | None] = {}
@@ -124,7 +124,7 @@ def test_metrics_are_prometheus_text_with_escaped_labels(tmp_path: Path) -> None
     state = _state(tmp_path)
     fleet = FakeBoards(BOARDS, "old", down=frozenset({"pi-04"}))
     plan = make_plan(
-        BOARDS, dict.fromkeys(BOARDS, "old"), "new", canary=1, max_fail=Count(1, False)
+        boards(BOARDS), dict.fromkeys(BOARDS, "old"), "new", canary=1, max_fail=Count(1, False)
     )
     run_rollout(plan, state, fleet, "img:2")
     rows = [

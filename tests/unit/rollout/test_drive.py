@@ -15,11 +15,11 @@ from typing import Any
 
 from netroot.fleet.outcome import Outcome
 from netroot.fleet.state import load_state
-from netroot.inventory import parse
+from netroot.inventory import Inventory, parse
 from netroot.provision.plan import RunPlan
 from netroot.rollout.drive import AnsibleDriver
 from netroot.rollout.engine import run_rollout
-from netroot.rollout.plan import Count, make_plan
+from netroot.rollout.plan import Count, Step, make_plan
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 V = "b" * 16
@@ -43,19 +43,24 @@ def _replay(events: list[dict[str, Any]], rc: int) -> Callable[..., Any]:
     return runner
 
 
+def _steps(inv: Inventory, *names: str) -> list[Step]:
+    """The inventory's boards switched to V, as the engine hands them to its driver."""
+    return [Step(inv.boards[n], None, V) for n in names]
+
+
 def _events() -> list[dict[str, Any]]:
     return list(json.loads((FIXTURES / "provision_events_unreachable.json").read_text()))
 
 
 def test_unreachable_boards_are_unreachable_and_spend_the_budget(tmp_path: Path) -> None:
-    fleet = AnsibleDriver(_inventory(tmp_path), runner=_replay(_events(), 4))
-    switched = fleet.switch({"pi-a": V, "pi-b": V}, 0.0)
+    fleet = AnsibleDriver(inv := _inventory(tmp_path), runner=_replay(_events(), 4))
+    switched = fleet.switch(_steps(inv, "pi-a", "pi-b"), 0.0)
     assert {b: r[0] for b, r in switched.items()} == {
         "pi-a": Outcome.UNREACHABLE,
         "pi-b": Outcome.UNREACHABLE,
     }
-    plan = make_plan(["pi-a", "pi-b"], {}, V, canary=0, batch=Count(2, False),
-                     max_fail=Count(1, False))  # fmt: skip
+    plan = make_plan([inv.boards["pi-a"], inv.boards["pi-b"]], {}, V, canary=0,
+                     batch=Count(2, False), max_fail=Count(1, False))  # fmt: skip
     result = run_rollout(plan, load_state(tmp_path), fleet, "img:2")
     assert result.stopped and result.reason.startswith("failure budget spent: 2 failed")
 
@@ -67,8 +72,8 @@ def test_a_play_aborted_before_the_boards_is_a_failure(tmp_path: Path) -> None:
     for key, per_host in stats.items():
         if isinstance(per_host, dict):
             stats[key] = {h: n for h, n in per_host.items() if h == "nfs-t"}
-    fleet = AnsibleDriver(_inventory(tmp_path), runner=_replay(events, 2))
-    switched = fleet.switch({"pi-a": V, "pi-b": V}, 0.0)
+    fleet = AnsibleDriver(inv := _inventory(tmp_path), runner=_replay(events, 2))
+    switched = fleet.switch(_steps(inv, "pi-a", "pi-b"), 0.0)
     assert {b: r[0] for b, r in switched.items()} == {
         "pi-a": Outcome.FAILED,
         "pi-b": Outcome.FAILED,
@@ -84,9 +89,9 @@ def test_later_batches_leave_the_server_configured(tmp_path: Path) -> None:
         playbooks.append(plan.playbook)
         return replay(plan, handle)
 
-    fleet = AnsibleDriver(_inventory(tmp_path), runner=runner)
-    fleet.switch({"pi-a": V}, 0.0)
-    fleet.switch({"pi-b": V}, 0.0)
+    fleet = AnsibleDriver(inv := _inventory(tmp_path), runner=runner)
+    fleet.switch(_steps(inv, "pi-a"), 0.0)
+    fleet.switch(_steps(inv, "pi-b"), 0.0)
     assert playbooks == ["site.yml", "boards.yml"]
 
 
@@ -114,11 +119,11 @@ def test_a_server_unreachable_in_a_batch_fails_its_boards_as_unreachable(tmp_pat
         runs.append(plan.boards)
         return replay(plan, handle)
 
-    fleet = AnsibleDriver(_inventory(tmp_path), runner=runner)
-    switched = fleet.switch({"pi-a": V}, 0.0)
+    fleet = AnsibleDriver(inv := _inventory(tmp_path), runner=runner)
+    switched = fleet.switch(_steps(inv, "pi-a"), 0.0)
     assert switched["pi-a"][0] == Outcome.UNREACHABLE
     assert "its NFS server nfs-t is down" in switched["pi-a"][1]
     assert "Connection refused" in switched["pi-a"][1]
     # The next batch of that server is not run at all: nothing to mount from.
-    later = fleet.switch({"pi-b": V}, 0.0)
+    later = fleet.switch(_steps(inv, "pi-b"), 0.0)
     assert later["pi-b"][0] == Outcome.UNREACHABLE and runs == [("pi-a",)]

@@ -5,7 +5,7 @@ The real fleet (Ansible + smoke over SSH) is exercised by the e2e rollout tests 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -13,16 +13,17 @@ import pytest
 from netroot.fleet.outcome import Outcome, Result
 from netroot.fleet.state import State, load_state
 from netroot.rollout.engine import run_rollback, run_rollout
-from netroot.rollout.plan import Count, make_plan
-from tests.unit.core.fleetkit import FakeBoards
+from netroot.rollout.plan import Count, Step, make_plan
+from tests.unit.core.fleetkit import FakeBoards, boards, names
 
-BOARDS = ["pi-01", "pi-02", "pi-03", "pi-04"]
-OLD = {b: "old" for b in BOARDS}
+NAMES = ["pi-01", "pi-02", "pi-03", "pi-04"]
+BOARDS = boards(NAMES)
+OLD = {b: "old" for b in NAMES}
 
 
 def _state(tmp_path: Path) -> State:
     state = load_state(tmp_path)
-    for b in BOARDS:
+    for b in NAMES:
         st = state.board(b)
         st.assigned = "old"
         st.record_good("old")
@@ -35,20 +36,20 @@ def _outcomes(result: object) -> dict[str, Outcome]:
 
 def test_all_green(tmp_path: Path) -> None:
     state = _state(tmp_path)
-    fleet = FakeBoards(BOARDS, "old")
+    fleet = FakeBoards(NAMES, "old")
     plan = make_plan(BOARDS, OLD, "new", canary=1, batch=Count(1, False))
     result = run_rollout(plan, state, fleet, "img:2")
     assert result.ok and list(_outcomes(result).values()) == [Outcome.OK] * 4
-    assert fleet.running == {b: "new" for b in BOARDS}
+    assert fleet.running == {b: "new" for b in NAMES}
     again = load_state(tmp_path)
     assert again.rollout is not None and again.rollout.outcome == "completed"
-    assert all(again.boards[b].history == ["old", "new"] for b in BOARDS)
-    assert all(again.boards[b].smoke_status == "ok" for b in BOARDS)
+    assert all(again.boards[b].history == ["old", "new"] for b in NAMES)
+    assert all(again.boards[b].smoke_status == "ok" for b in NAMES)
 
 
 def test_failure_spends_budget_rolls_back_and_stops(tmp_path: Path) -> None:
     state = _state(tmp_path)
-    fleet = FakeBoards(BOARDS, "old", bad={"pi-02": "new"})
+    fleet = FakeBoards(NAMES, "old", bad={"pi-02": "new"})
     plan = make_plan(BOARDS, OLD, "new", canary=1)
     result = run_rollout(plan, state, fleet, "img:2")
     assert _outcomes(result) == {
@@ -66,7 +67,7 @@ def test_failure_spends_budget_rolls_back_and_stops(tmp_path: Path) -> None:
 def test_unreachable_board_counts_as_failed(tmp_path: Path) -> None:
     """ansible/ansible#7686: an unreachable host must spend the budget."""
     state = _state(tmp_path)
-    fleet = FakeBoards(BOARDS, "old", down=frozenset({"pi-03"}))
+    fleet = FakeBoards(NAMES, "old", down=frozenset({"pi-03"}))
     plan = make_plan(BOARDS, OLD, "new", canary=1)  # budget 0
     result = run_rollout(plan, state, fleet, "img:2")
     assert _outcomes(result)["pi-03"] == Outcome.UNREACHABLE
@@ -77,7 +78,7 @@ def test_unreachable_board_counts_as_failed(tmp_path: Path) -> None:
 
 def test_unreachable_within_budget_rest_complete(tmp_path: Path) -> None:
     state = _state(tmp_path)
-    fleet = FakeBoards(BOARDS, "old", down=frozenset({"pi-03"}))
+    fleet = FakeBoards(NAMES, "old", down=frozenset({"pi-03"}))
     plan = make_plan(BOARDS, OLD, "new", canary=1, max_fail=Count(1, False))
     result = run_rollout(plan, state, fleet, "img:2")
     assert _outcomes(result)["pi-04"] == Outcome.OK and not result.stopped and not result.ok
@@ -89,12 +90,12 @@ def test_batch_where_every_board_fails_stops_with_budget_and_rollback(tmp_path: 
 
     class Aborting(FakeBoards):
         # Ansible aborting the play ("NO MORE HOSTS LEFT"): no result for the batch's boards.
-        def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Result]:
-            if set(boards) == {"pi-02", "pi-03"}:
+        def smoke(self, steps: Sequence[Step]) -> dict[str, Result]:
+            if set(names(steps)) == {"pi-02", "pi-03"}:
                 return {}
-            return super().smoke(boards, versions)
+            return super().smoke(steps)
 
-    fleet = Aborting(BOARDS, "old")
+    fleet = Aborting(NAMES, "old")
     plan = make_plan(BOARDS, OLD, "new", canary=1, batch=Count(2, False), max_fail=Count(1, False))
     result = run_rollout(plan, state, fleet, "img:2")
     assert result.stopped and result.reason.startswith("failure budget spent: 2 failed")
@@ -108,31 +109,32 @@ def test_interrupt_is_recorded_and_resume_skips_done_boards(tmp_path: Path) -> N
     state = _state(tmp_path)
 
     class Interrupting(FakeBoards):
-        def smoke(self, boards: Sequence[str], versions: Mapping[str, str]) -> dict[str, Result]:
-            if "pi-03" in boards:
+        def smoke(self, steps: Sequence[Step]) -> dict[str, Result]:
+            if "pi-03" in names(steps):
                 raise KeyboardInterrupt
-            return super().smoke(boards, versions)
+            return super().smoke(steps)
 
-    fleet = Interrupting(BOARDS, "old")
+    fleet = Interrupting(NAMES, "old")
     plan = make_plan(BOARDS, OLD, "new", canary=1)
     with pytest.raises(KeyboardInterrupt):
         run_rollout(plan, state, fleet, "img:2")
     saved = load_state(tmp_path)
     assert saved.rollout is not None and saved.rollout.outcome == "interrupted"
-    current = {b: saved.boards[b].last_good for b in BOARDS}
+    current = {b: saved.boards[b].last_good for b in NAMES}
     resumed = make_plan(BOARDS, current, "new", canary=1)
-    assert resumed.unchanged == ("pi-01", "pi-02") and resumed.boards == ["pi-03", "pi-04"]
-    result = run_rollout(resumed, saved, FakeBoards(BOARDS, "old"), "img:2")
+    assert resumed.unchanged == (BOARDS[0], BOARDS[1]) and resumed.boards == BOARDS[2:]
+    result = run_rollout(resumed, saved, FakeBoards(NAMES, "old"), "img:2")
     assert result.ok
 
 
 def test_rollback_switches_then_smokes(tmp_path: Path) -> None:
     state = _state(tmp_path)
-    for b in BOARDS:
+    for b in NAMES:
         state.board(b).assigned = "new"
         state.board(b).record_good("new")
-    fleet = FakeBoards(BOARDS, "new", down=frozenset({"pi-04"}))
-    results = run_rollback(state, fleet, {"pi-01": "old", "pi-04": "old"}, lambda _m: None)
+    fleet = FakeBoards(NAMES, "new", down=frozenset({"pi-04"}))
+    back = [Step(BOARDS[0], None, "old"), Step(BOARDS[3], None, "old")]
+    results = run_rollback(state, fleet, back, lambda _m: None)
     assert [(r.board, r.outcome, r.version) for r in results] == [
         ("pi-01", Outcome.ROLLED_BACK, "old"),
         ("pi-04", Outcome.UNREACHABLE, "new"),
@@ -146,12 +148,12 @@ def test_fresh_boards_prepared_before_the_canary_and_a_failed_one_left_to_its_ba
     """Preparing decides nothing: a board it could not reach is switched (and judged) in its
     own batch, against the budget, like any other."""
     state = load_state(tmp_path)
-    fleet = FakeBoards(BOARDS, None, down=frozenset({"pi-03"}))
+    fleet = FakeBoards(NAMES, None, down=frozenset({"pi-03"}))
     plan = make_plan(BOARDS, {}, "new", canary=1, batch=Count(100, True), max_fail=Count(1, False),
-                     fresh=set(BOARDS))  # fmt: skip
+                     fresh=BOARDS)  # fmt: skip
     lines: list[str] = []
     result = run_rollout(plan, state, fleet, "img:2", log=lines.append)
-    assert fleet.calls[0] == ("prepare", tuple(BOARDS))
+    assert fleet.calls[0] == ("prepare", tuple(NAMES))
     assert fleet.calls[1] == ("switch", ("pi-01",))
     assert "pi-03: not prepared (unreachable: timed out); its batch sets it up" in lines
     assert _outcomes(result) == {

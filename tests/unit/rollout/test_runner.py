@@ -7,19 +7,20 @@ the inventory.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from netroot.cli.source import open_source
-from netroot.export import verbs as export_service
+from netroot.export import verbs
 from netroot.export.manifest import Layout
 from netroot.fleet.outcome import Outcome
 from netroot.fleet.rules import Fleet, provision_versions
 from netroot.inventory import Inventory
 from netroot.remote import lock
 from netroot.rollout import runner
-from netroot.rollout.plan import Count
+from netroot.rollout.plan import Count, Step
 from netroot.smoke.stage import SmokeSettings
 from tests.unit.core.fleetkit import FakeBoards, inventory, snapshot
 from tests.unit.export.tarbuild import Spec, write_tar
@@ -34,7 +35,7 @@ def _image(tmp_path: Path, tag: str) -> str:
 
 def _release(root: Path, source: str) -> str:
     """`netroot export`: a version and `current` on it (a release)."""
-    return export_service.export(open_source(source), root, "raspbian").manifest.version
+    return verbs.export(open_source(source), root, "raspbian").manifest.version
 
 
 def _fleet(tmp_path: Path, where: str = "ops") -> Fleet:
@@ -77,7 +78,7 @@ def test_dry_run_writes_nothing(tmp_path: Path, released: tuple[Fleet, FakeBoard
     before, calls = snapshot(fleet.root), list(boards.calls)
     planned = _rollout(fleet, boards, _image(tmp_path, "b"), dry_run=True)
     assert isinstance(planned, runner.PlannedRollout)
-    assert planned.plan.to_version != version_a and planned.plan.boards == BOARDS
+    assert planned.plan.to_version != version_a and [b.name for b in planned.plan.boards] == BOARDS
     assert snapshot(fleet.root) == before  # no export, staging, state or lock
     assert boards.calls == calls  # no board switched or smoked
 
@@ -85,7 +86,7 @@ def test_dry_run_writes_nothing(tmp_path: Path, released: tuple[Fleet, FakeBoard
 def test_planned_version_is_the_exported_one(tmp_path: Path) -> None:
     source = _image(tmp_path, "c")
     info, _ = open_source(source)
-    assert export_service.planned_version(info) == _release(tmp_path / "root", source)
+    assert verbs.planned_version(info) == _release(tmp_path / "root", source)
 
 
 def test_failing_canary_leaves_current_and_boards(
@@ -94,12 +95,12 @@ def test_failing_canary_leaves_current_and_boards(
     fleet, boards, version_a = released
     source = _image(tmp_path, "b")
     info, _ = open_source(source)
-    version_b = export_service.planned_version(info)
+    version_b = verbs.planned_version(info)
     boards.bad = {"pi-01": version_b}
     out = _rollout(fleet, boards, source)
     assert isinstance(out, runner.RolloutOutcome)
     assert out.result.stopped and not out.released
-    assert export_service.current_id(Layout(fleet.root, "raspbian")) == version_a
+    assert verbs.current_id(Layout(fleet.root, "raspbian")) == version_a
     assert boards.running == {b: version_a for b in BOARDS}
     # The next provision of every board keeps each on what it should run: A.
     state = fleet.load()
@@ -115,16 +116,16 @@ def test_green_rollout_moves_current_only_at_the_end(
     seen: list[str | None] = []
     smoke = boards.smoke
 
-    def smoke_and_look(b: list[str], v: dict[str, str]) -> dict[str, tuple[Outcome, str]]:
-        seen.append(export_service.current_id(Layout(fleet.root, "raspbian")))
-        return smoke(b, v)
+    def smoke_and_look(steps: Sequence[Step]) -> dict[str, tuple[Outcome, str]]:
+        seen.append(verbs.current_id(Layout(fleet.root, "raspbian")))
+        return smoke(steps)
 
-    boards.smoke = smoke_and_look  # type: ignore[assignment,method-assign]
+    boards.smoke = smoke_and_look  # type: ignore[method-assign]
     out = _rollout(fleet, boards, source)
     assert isinstance(out, runner.RolloutOutcome) and out.released
     assert seen == [version_a] * 3  # exported, but `current` still A while boards were smoked
     version_b = out.result.results[0].version
-    assert export_service.current_id(Layout(fleet.root, "raspbian")) == version_b
+    assert verbs.current_id(Layout(fleet.root, "raspbian")) == version_b
 
 
 def test_unreachable_board_keeps_current(
@@ -135,7 +136,7 @@ def test_unreachable_board_keeps_current(
     out = _rollout(fleet, boards, _image(tmp_path, "b"))
     assert isinstance(out, runner.RolloutOutcome)
     assert out.result.stopped and not out.released
-    assert export_service.current_id(Layout(fleet.root, "raspbian")) == version_a
+    assert verbs.current_id(Layout(fleet.root, "raspbian")) == version_a
 
 
 def test_other_inventory_copy_sees_assignments_and_resumes(
@@ -148,10 +149,13 @@ def test_other_inventory_copy_sees_assignments_and_resumes(
     # smoking pi-01 again rather than taking it as done.
     source = _image(tmp_path, "b")
     info, _ = open_source(source)
-    version_b = export_service.planned_version(info)
+    version_b = verbs.planned_version(info)
     boards.running["pi-01"] = version_b
     planned = _rollout(other, boards, source, dry_run=True)
-    assert isinstance(planned, runner.PlannedRollout) and planned.plan.boards == BOARDS
+    assert (
+        isinstance(planned, runner.PlannedRollout)
+        and [b.name for b in planned.plan.boards] == BOARDS
+    )
     out = _rollout(other, boards, source)
     assert isinstance(out, runner.RolloutOutcome) and out.released
     assert fleet.load().boards["pi-01"].last_good == version_b
@@ -178,18 +182,18 @@ def test_rerun_with_nothing_left_releases(
     out = _rollout(fleet, boards, source)
     assert isinstance(out, runner.RolloutOutcome) and out.released
     layout = Layout(fleet.root, "raspbian")
-    version_b = export_service.current_id(layout)
+    version_b = verbs.current_id(layout)
     assert version_b is not None
-    export_service.switch_current(layout, version_a)  # as if the release never happened
+    verbs.switch_current(layout, version_a)  # as if the release never happened
     planned = _rollout(fleet, boards, source, dry_run=True)
     assert isinstance(planned, runner.PlannedRollout) and not planned.plan.batches
     assert runner.release_if_green(fleet, planned, "raspbian")
-    assert export_service.current_id(layout) == version_b
+    assert verbs.current_id(layout) == version_b
     # A board that is not green on it holds the release back.
     fleet_state = fleet.load()
     fleet_state.board("pi-02").last_good = version_a
     fleet_state.save()
-    export_service.switch_current(layout, version_a)
+    verbs.switch_current(layout, version_a)
     assert not runner.release_if_green(fleet, planned, "raspbian")
 
 
@@ -201,6 +205,6 @@ def test_plan_prepares_reachable_stock_sd_boards_only(tmp_path: Path) -> None:
     stock = FakeBoards(BOARDS, None, down=frozenset({"pi-03"}))  # pi-03 unreachable
     planned = _rollout(fleet, stock, _image(tmp_path, "a"), dry_run=True)
     assert isinstance(planned, runner.PlannedRollout)
-    assert planned.plan.prepare == (("pi-01", "pi-02"),)
+    assert [[b.name for b in w] for w in planned.plan.prepare] == [["pi-01", "pi-02"]]
     # A netboot board keeps its boot config on its server: nothing to prepare on it.
     assert SdBoot.prepared_before_rollout and not NetBoot.prepared_before_rollout

@@ -17,7 +17,7 @@ import pytest
 
 from netroot.cli.source import open_source
 from netroot.errors import Exit, NetrootError, UsageError
-from netroot.export import verbs as export_service
+from netroot.export import verbs
 from netroot.export.fanout import Fanout, export_all
 from netroot.export.manifest import Layout
 from netroot.export.request import ExportOptions
@@ -65,7 +65,7 @@ def _unreachable(root: Path) -> Iterator[None]:
 
 
 def _current(root: Path) -> str | None:
-    return export_service.current_id(Layout(root, "raspbian"))
+    return verbs.current_id(Layout(root, "raspbian"))
 
 
 def _export(
@@ -177,7 +177,7 @@ def test_two_servers_sharing_one_root_export_once(tmp_path: Path) -> None:
     inv = two_servers(tmp_path, {"nfs-01": shared, "nfs-02": shared})
     out = _export(Fleet(inv), _image(tmp_path, "a"))
     assert out.done["nfs-01"] is out.done["nfs-02"]
-    assert len(export_service.list_versions(Layout(shared, "raspbian"))) == 1
+    assert len(verbs.list_versions(Layout(shared, "raspbian"))) == 1
 
 
 class _Unreadable:
