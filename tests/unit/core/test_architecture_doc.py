@@ -12,13 +12,14 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from tests.unit.core.test_house_metrics import _metrics as house_metrics
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / "docs/architecture.md"
@@ -29,11 +30,7 @@ FILE = re.compile(r"[\w.-]+\.(txt|j2|json|jsonl|yml|yaml|conf|md|sh)")  # a file
 
 @cache
 def _metrics() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("house_metrics", ROOT / "tools/house_metrics.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return house_metrics()
 
 
 def _section(title: str) -> str:
