@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import zlib
 from pathlib import Path
 
 
@@ -64,10 +65,54 @@ def append_lines(path: Path, lines: list[str], *, max_bytes: int, mode: int = 0o
 
 def read_log(path: Path) -> str:
     """A log rotated by `append_lines`: its text, the older part (`path.1`) first."""
-    parts = []
-    for part in (path.with_name(path.name + ".1"), path):
-        try:
-            parts.append(part.read_text(errors="replace"))
-        except FileNotFoundError:
-            continue
-    return "".join(parts)
+    return read_log_from(path, None)[0]
+
+
+# Where a follower is in a log: the part's inode, the offset read to, and a CRC of the part's
+# first line (an inode is reused once its file is gone: the first line tells the parts apart).
+LogCursor = tuple[int, int, int]
+
+
+def _read_from(path: Path, cursor: LogCursor | None) -> tuple[str, LogCursor] | None:
+    """`path`'s text from the cursor's offset on (all of it: None) and the cursor after it;
+    None when there is no such file, or it is not the part the cursor was in."""
+    try:
+        with path.open("rb") as fh:
+            st = os.fstat(fh.fileno())
+            first = zlib.crc32(fh.readline())
+            if cursor is not None and (cursor[0], cursor[2]) != (st.st_ino, first):
+                return None
+            offset = 0 if cursor is None else cursor[1]
+            fh.seek(offset)
+            data = fh.read()
+            return data.decode(errors="replace"), (st.st_ino, offset + len(data), first)
+    except FileNotFoundError:
+        return None
+
+
+def read_log_from(path: Path, cursor: LogCursor | None) -> tuple[str, LogCursor]:
+    """A log rotated by `append_lines`, read on from `cursor` (None: all of it, the older part
+    first): the new text and the cursor to read on from, so a follower reads each line once and
+    never the whole log again. Once the log has rotated, the rest of the part that was live
+    (now `path.1`) comes first; a cursor that neither part has any more (rotated twice) reads
+    the whole log again."""
+    older = path.with_name(path.name + ".1")
+    head: str | None = None
+    if cursor is not None:
+        live = _read_from(path, cursor)
+        if live is not None:
+            return live
+        rest = _read_from(older, cursor)
+        if rest is not None:
+            if not path.exists():  # between the rotation's rename and the next append
+                return rest
+            head = rest[0]
+    if head is None:
+        whole = _read_from(older, None)
+        if whole is not None and not path.exists():
+            return whole
+        head = whole[0] if whole is not None else ""
+    live = _read_from(path, None)
+    if live is None:
+        return head, (0, 0, 0)
+    return head + live[0], live[1]

@@ -10,6 +10,7 @@ import typer
 
 from netroot.cli.context import epilog, get
 from netroot.errors import UsageError
+from netroot.fsutil import LogCursor
 
 FOLLOW_POLL_S = 2.0
 
@@ -61,20 +62,19 @@ def events(
             "known boards: " + (", ".join(fleet.inventory.boards) or "none"),
         )
     start = _since(since)
-    seen: set[str] = set()
+    seen: set[str] = set()  # a log rotated twice between two polls is read again whole
     last_time = float("-inf")
+    cursor: LogCursor | None = None
     if app.out.tsv and not as_json:
         typer.echo("\t".join(log.TSV_COLUMNS))
     while True:
-        new = []
-        for event in log.select(log.parse(fleet.store.read_events()), board, start):
+        text, cursor = fleet.store.read_events_from(cursor)
+        for event in log.select(log.parse(text), board, start):
             line = event.to_json()
             if event.time < last_time or line in seen:
                 continue
-            new.append(event)
-        for event in new:
             if as_json:
-                typer.echo(event.to_json())
+                typer.echo(line)
             elif app.out.tsv:
                 typer.echo(log.tsv(event))
             else:
@@ -82,7 +82,7 @@ def events(
             if event.time > last_time:
                 seen.clear()
                 last_time = event.time
-            seen.add(event.to_json())
+            seen.add(line)
         if not follow:
             return
         time.sleep(FOLLOW_POLL_S)

@@ -22,7 +22,7 @@ from netroot.export.here import HostRoot
 from netroot.export.place import Root
 from netroot.fleet.events import EVENTS_NAME, MAX_BYTES
 from netroot.fleet.state import State, load_state
-from netroot.fsutil import append_lines, read_log
+from netroot.fsutil import LogCursor, append_lines, read_log, read_log_from
 from netroot.remote import lock
 
 
@@ -51,6 +51,11 @@ class ExportRoot(Root, Protocol):
 
     def read_events(self) -> str:
         """The event log's text, its rotated part first ("" when there is none)."""
+        ...
+
+    def read_events_from(self, cursor: LogCursor | None) -> tuple[str, LogCursor]:
+        """The event log from `cursor` on (None: all of it) and the cursor to read on from
+        (fsutil.read_log_from): what `events --follow` polls, never the whole log again."""
         ...
 
 
@@ -91,3 +96,6 @@ class LocalRoot(HostRoot):
 
     def read_events(self) -> str:
         return read_log(self.path / EVENTS_NAME)
+
+    def read_events_from(self, cursor: LogCursor | None) -> tuple[str, LogCursor]:
+        return read_log_from(self.path / EVENTS_NAME, cursor)

@@ -32,6 +32,7 @@ from netroot.export.serverroot import ServerRoot, remote_target
 from netroot.fleet.root import ExportRoot, LocalRoot
 from netroot.fleet.rules import Fleet
 from netroot.fleet.state import State, parse_state
+from netroot.fsutil import LogCursor
 from netroot.inventory import Inventory, NfsServer
 from netroot.remote.fleet import PING, STATE_NAME
 from netroot.remote.lock import Holder, LockHeld, this_host
@@ -150,6 +151,11 @@ class RemoteRoot(ServerRoot):
     def read_events(self) -> str:
         text: str = self._ask("reading the event log", "read_events")["events"]
         return text
+
+    def read_events_from(self, cursor: LogCursor | None) -> tuple[str, LogCursor]:
+        answer = self._ask("reading the event log", "read_events", after=cursor)
+        ino, offset, first = answer["cursor"]
+        return str(answer["events"]), (int(ino), int(offset), int(first))
 
 
 def open_fleet(inventory: Inventory) -> Fleet:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from netroot.errors import NetrootError
-from netroot.fsutil import append_lines, atomic_write, read_log
+from netroot.fsutil import append_lines, atomic_write, read_log_from
 from netroot.remote import lock
 
 STATE_NAME = ".netroot-fleet.json"
@@ -117,7 +117,10 @@ class FleetSession:
             self._log(request.get("events") or [])
             return {}
         if op == "read_events":
-            return {"events": read_log(self.root / EVENTS_NAME)}
+            after = request.get("after")
+            cursor = (int(after[0]), int(after[1]), int(after[2])) if after else None
+            text, at = read_log_from(self.root / EVENTS_NAME, cursor)
+            return {"events": text, "cursor": list(at)}
         if op == "switch":
             self._need_lock(op)
             name, vid = _safe(request["name"]), _safe(request["version"])

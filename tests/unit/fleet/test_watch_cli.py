@@ -81,3 +81,45 @@ def test_events_as_tsv_have_a_header_and_whole_cells(tmp_path: Path) -> None:
     assert lines[0].split("\t") == header
     rows = [line.split("\t") for line in lines[1:]]
     assert all(len(r) == 7 for r in rows) and rows[-1][1:4] == ["pi-02", "switching", "b" * 12]
+
+
+def test_events_follow_prints_each_new_event_once(tmp_path: Path) -> None:
+    import os
+    import select
+    import subprocess
+    import sys
+
+    inv, root = _setup(tmp_path)
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netroot", "-i", str(inv), "events", "--follow", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    fd, buf = proc.stdout.fileno(), [b""]
+
+    def lines(count: int) -> list[dict[str, str]]:
+        while buf[0].count(b"\n") < count:  # the pipe's own bytes: no reader's buffer between
+            ready, _, _ = select.select([fd], [], [], 60)
+            assert ready, f"events --follow printed {buf[0]!r} and then nothing"
+            buf[0] += os.read(fd, 1 << 16)
+        *got, buf[0] = buf[0].split(b"\n", count)
+        return [json.loads(line) for line in got]
+
+    try:
+        assert len(lines(8)) == 8  # what was there: once
+        for version in ("c" * 12, "d" * 12):  # then each change as it is saved
+            state = load_state(root)
+            state.board("pi-03").assigned = version
+            state.save()
+            new = lines(1)
+            assert (new[0]["board"], new[0]["event"], new[0]["version"]) == (
+                "pi-03",
+                "assigned",
+                version,
+            )
+        ready, _, _ = select.select([fd], [], [], 3)  # and nothing printed twice
+        assert not ready and buf[0] == b""
+    finally:
+        proc.kill()
+        proc.wait()

@@ -196,6 +196,10 @@ def test_events_logged_with_the_state_under_the_lock_and_read_by_anyone(
     assert a.ask(op="events", events=[line.replace("v1", "v2")])["ok"]
     bad = a.ask(op="events", events="not a list")
     assert not bad["ok"] and "list of JSON lines" in bad["error"]
-    logged = b.ask(op="read_events")["events"].splitlines()
+    answer = b.ask(op="read_events")
+    logged = answer["events"].splitlines()
     assert [json.loads(x)["version"] for x in logged] == ["v1", "v2"]
+    assert a.ask(op="events", events=[line.replace("v1", "v3")])["ok"]
+    after = b.ask(op="read_events", after=answer["cursor"])  # a follower: only what is new
+    assert [json.loads(x)["version"] for x in after["events"].splitlines()] == ["v3"]
     assert (root / EVENTS_NAME).stat().st_mode & 0o777 == 0o600
