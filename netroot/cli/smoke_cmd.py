@@ -6,10 +6,14 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from netroot.cli.context import QpuMode, epilog, get
+from netroot.cli.context import AppContext, QpuMode, epilog, get
+
+if TYPE_CHECKING:
+    from netroot.smoke.report import BoardReport
 
 EPILOG = epilog(
     [
@@ -86,7 +90,26 @@ def smoke(
         for b in report.boards:
             if b.qpu_summary.get("emulated"):
                 app.out.info(f"{b.board}: QPU stages ran on the EMULATOR; the GPU was not tested")
+        if not app.out.tsv:  # one table per TSV stream
+            _torch_tables(app, report.boards)
     raise typer.Exit(int(report.exit_code()))
+
+
+def _torch_tables(app: AppContext, boards: list[BoardReport]) -> None:
+    """S12 and S13 of each torch board as a person reads them (netroot.qpu.torch_table)."""
+    from netroot.qpu import torch_table
+
+    for b in boards:
+        torch = b.qpu_summary.get("torch")
+        if not isinstance(torch, dict):
+            continue
+        line = torch_table.import_line(b.board, torch)
+        if line:
+            app.out.info(line)
+        if torch.get("cases"):
+            emulated = bool(b.qpu_summary.get("emulated"))
+            title = torch_table.title(b.board, emulated)
+            app.out.table(title, torch_table.HEADERS, torch_table.rows(torch["cases"]))
 
 
 def register(app: typer.Typer) -> None:
