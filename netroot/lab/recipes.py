@@ -29,11 +29,15 @@ class Recipe:
     dpkg_opts: tuple[str, ...] = SLIM_DPKG_OPTS
     suite: str = SUITE
     mirror: str = MIRROR
+    apt_opts: tuple[str, ...] = ()  # apt's options (`--aptopt`), such as no Recommends
 
     @property
     def key(self) -> str:
         """Changes whenever anything that shapes the tree changes."""
-        blob = json.dumps(asdict(self), sort_keys=True).encode()
+        shape = asdict(self)
+        if not self.apt_opts:  # the recipes from before apt_opts keep their keys (and caches)
+            del shape["apt_opts"]
+        blob = json.dumps(shape, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
     @property
@@ -50,6 +54,7 @@ class Recipe:
         argv = ["mmdebstrap", "--quiet", "--format=tar", f"--arch={self.arch}"]
         argv.append(f"--variant={self.variant}")
         argv += [f"--dpkgopt={opt}" for opt in self.dpkg_opts]
+        argv += [f"--aptopt={opt}" for opt in self.apt_opts]
         if self.packages:
             argv.append("--include=" + ",".join(self.packages))
         argv += [*build_options, self.suite, output, self.mirror]
