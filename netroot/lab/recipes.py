@@ -30,13 +30,15 @@ class Recipe:
     suite: str = SUITE
     mirror: str = MIRROR
     apt_opts: tuple[str, ...] = ()  # apt's options (`--aptopt`), such as no Recommends
+    hooks: tuple[str, ...] = ()  # mmdebstrap hook options (`--essential-hook=...`)
 
     @property
     def key(self) -> str:
         """Changes whenever anything that shapes the tree changes."""
         shape = asdict(self)
-        if not self.apt_opts:  # the recipes from before apt_opts keep their keys (and caches)
-            del shape["apt_opts"]
+        for late in ("apt_opts", "hooks"):  # recipes from before them keep their keys (caches)
+            if not shape[late]:
+                del shape[late]
         blob = json.dumps(shape, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
@@ -55,6 +57,7 @@ class Recipe:
         argv.append(f"--variant={self.variant}")
         argv += [f"--dpkgopt={opt}" for opt in self.dpkg_opts]
         argv += [f"--aptopt={opt}" for opt in self.apt_opts]
+        argv += list(self.hooks)
         if self.packages:
             argv.append("--include=" + ",".join(self.packages))
         argv += [*build_options, self.suite, output, self.mirror]

@@ -111,8 +111,12 @@ def inventory(plan: LabPlan, power_cycle: Sequence[str] = ("false",)) -> dict[st
     if mixed:
         # The 64-bit boards as a lab admin groups them: their own group runs the torch image
         # (torch exists for arm64 only), so each image's rollout names its group.
+        # NFSv3 for their mounts: `import torch` opens about a thousand files, and over NFSv4 each
+        # open costs an OPEN and a CLOSE unless the server grants a read delegation, which
+        # NFS-Ganesha's VFS exports never do; over NFSv3 with the version's immutable profile
+        # a warm import sends none (bench/README.md, "A version mounted as immutable").
         children["lab_arm64"] = {
-            "vars": {"netroot_image": ARM64_EXPORT},
+            "vars": {"netroot_image": ARM64_EXPORT, "netroot_board_nfs_version": "3"},
             "hosts": {b.name: boards[b.name] for b in plan.arm64},
         }
     if plan.netboot:
