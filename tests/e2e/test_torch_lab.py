@@ -145,7 +145,11 @@ def test_torch_image_smokes_green_with_the_torch_stages_emulated(arm64_lab: Path
         torch = entry["qpu"]["torch"]
         assert torch["cases"] and all(c["ok"] for c in torch["cases"]), torch
         assert {c["op"] for c in torch["cases"]} == {"add", "mul", "matvec"}
-        assert torch["import_s"] > 0 and torch["nfs"]["calls"] > 0, torch
+        # counted (the board has an NFS client); how many depends on the page cache: after the
+        # rollout the version's files are cached, and over NFSv3 with the immutable profile a
+        # cached import costs no RPC at all (the lab_arm64 group's mounts)
+        assert torch["import_s"] > 0 and torch["nfs"] is not None, torch
+        assert torch["nfs"]["retrans"] == 0, torch
         _report(f"{board} S12: {qpu['S12']['message']}")
         _report(f"{board} S13: {qpu['S13']['message']}")
     checks = netroot_json(arm64_lab, "smoke", GROUP, "--qpu", "skip", "--checks", str(EXAMPLES))
