@@ -66,7 +66,8 @@ def nfs_cost(
         spent = after - before
     except nfsstat.CountersError as exc:
         return f"NFS operations not counted ({exc})", None
-    biggest = sorted(spent.ops.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+    work = {k: n for k, n in spent.ops.items() if k not in nfsstat.HOUSEKEEPING}
+    biggest = sorted(work.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
     top = ", ".join(f"{n} {name.partition('.')[2]}" for name, n in biggest)
     return f"{spent.work()} NFS operations ({top or 'none'})", spent.summary()
 
