@@ -72,9 +72,9 @@ def _demo(env: dict[str, str], log: Path) -> dict[str, Any]:
 
 def _remove_lab_images() -> None:
     """The lab's Docker images (tags; other tags keep their layers): the cold run builds them."""
-    from netroot.lab.plan import RASPBIAN_IMAGE, SERVER_IMAGE
+    from netroot.lab.plan import RASPBIAN_IMAGE, RASPBIAN_TORCH_IMAGE, SERVER_IMAGE
 
-    for ref in (SERVER_IMAGE, RASPBIAN_IMAGE):
+    for ref in (SERVER_IMAGE, RASPBIAN_IMAGE, RASPBIAN_TORCH_IMAGE):
         proc = subprocess.run(["docker", "image", "rm", ref], capture_output=True, text=True)
         _say(f"removed {ref}" if proc.returncode == 0 else f"{ref}: {proc.stderr.strip()}")
 

@@ -43,6 +43,8 @@ CORE_MODULES = (
     "torch_smoke",
     "program",
 )
+# Carried by the QPU program before its own modules: S12 counts the NFS operations of its import.
+SMOKE_BASE = ("netroot.nfsstat",)
 EMULATE_MODULES = ("emu_decode", "emulator", "fake")  # emulate mode only, after CORE's 4th
 # Import torch: carried as source and loaded only once S12 has seen `import torch` succeed.
 TORCH_MODULES = ("torchops", "torchcheck")

@@ -20,7 +20,8 @@ lab_app = context.NetrootTyper(
 )
 UP_EPILOG = context.epilog(
     [
-        ("netroot lab up", "an NFS server and 2 boards"),
+        ("netroot lab up", "an NFS server, a 32-bit board and a 64-bit torch board"),
+        ("netroot lab up -n 3 --arm64 0", "three 32-bit boards"),
         ("netroot lab up -n 3 --arch arm64 --fresh", ""),
         ("netroot lab up -n 2 --netboot 1 --servers 2 --server kernel", ""),
     ],
@@ -74,6 +75,14 @@ def up_cmd(
         "--arch",
         help="Board kernel: armhf (32-bit Raspberry Pi OS, armv7l) or arm64 (64-bit, aarch64).",
     ),
+    arm64: int | None = typer.Option(
+        None,
+        "--arm64",
+        min=0,
+        max=32,
+        help="How many of the boards (the last ones) are 64-bit boards running the torch "
+        "image beside the 32-bit ones; default 1 with --arch armhf and 2 or more boards.",
+    ),
     netboot: int = typer.Option(
         0,
         "--netboot",
@@ -115,6 +124,8 @@ def up_cmd(
     def report(msg: str) -> None:
         app.out.info(f"[cyan]{time.monotonic() - t0:6.1f}s[/cyan] {escape(msg)}", markup=True)
 
+    if arm64 is None:
+        arm64 = 1 if arch is Arch.ARMHF and boards >= 2 else 0
     plan = service.up(
         boards,
         report,
@@ -126,6 +137,7 @@ def up_cmd(
         server_kind=server.value,
         gpu_mem=gpu_mem,
         servers=servers,
+        arm64=arm64,
     )
     app.out.info(f"inventory: {plan.lab_dir / 'inventory.yml'}")
 
@@ -141,6 +153,9 @@ def up_cmd(
 def build_cmd(
     ctx: typer.Context,
     arch: Arch = typer.Option(Arch.ARMHF, "--arch", help="Board kernel: armhf or arm64."),
+    arm64: bool = typer.Option(
+        True, "--arm64/--no-arm64", help="Also the 64-bit board's artifacts (the torch image)."
+    ),
 ) -> None:
     """Build the lab's artifacts (once, cached) without starting anything; `up` builds them too."""
     from netroot.lab import arch as arch_mod
@@ -153,7 +168,8 @@ def build_cmd(
 
     chosen = arch_mod.by_name(arch.value)
     service.check_environment()
-    service.build_artifacts(report, chosen)
+    kinds = [chosen, arch_mod.ARM64] if arm64 and chosen is not arch_mod.ARM64 else [chosen]
+    service.build_artifacts(report, kinds)
 
 
 @lab_app.command("power-cycle", hidden=True)

@@ -28,6 +28,7 @@ SERVER_CONTAINER = "netroot-lab-nfs-01"
 SERVER_IMAGE = "netroot-lab/server:bookworm"
 RASPBIAN_IMAGE = "netroot-lab/raspbian:bookworm"
 RASPBIAN_TORCH_IMAGE = "netroot-lab/raspbian-torch:bookworm"  # arm64, Debian's python3-torch
+ARM64_EXPORT = "raspbian-torch"  # the export name a mixed lab's 64-bit boards run
 NETBOOT_IMAGE = "netroot-lab/raspbian-netboot:bookworm"  # what diskless boards boot
 NETBOOT_EXPORT = "raspbian-netboot"  # its export name (`netroot export` takes the last part)
 BOARD_USER = "pi"  # the imaging user of Raspberry Pi OS: passwordless sudo, root refused
@@ -49,6 +50,7 @@ class BoardPlan:
     mac: str
     tap: str
     serial: str = ""  # a diskless board's: the name of its TFTP directory
+    arch: str = "armhf"  # netroot.lab.arch: the kind of board (32-bit or 64-bit OS, kernel)
 
     @property
     def netboot(self) -> bool:
@@ -123,7 +125,7 @@ class LabPlan:
     lab_dir: Path
     export_root: Path
     boards: tuple[BoardPlan, ...]
-    arch: str = "armhf"
+    arch: str = "armhf"  # the lab's default kind of board (its arm64 boards aside)
     prefixlen: int = SUBNET.prefixlen
     netboot: tuple[BoardPlan, ...] = ()  # the diskless boards
     server: str = DEFAULT_SERVER  # one of SERVER_KINDS: what every server of the lab runs
@@ -149,6 +151,17 @@ class LabPlan:
         """Who the control host logs in as on nfs-01: root in the container, a sudo user on
         the kernel server VM (which refuses root, as a real server should)."""
         return SERVER_USER if self.server == "kernel" else "root"
+
+    @property
+    def arches(self) -> tuple[str, ...]:
+        """The kinds of board the lab has (what `lab up` builds artifacts for), default first."""
+        found = {b.arch for b in self.all_boards}
+        return tuple(sorted(found, key=lambda a: (a != self.arch, a))) or (self.arch,)
+
+    @property
+    def arm64(self) -> tuple[BoardPlan, ...]:
+        """The 64-bit boards of a mixed lab (they run the torch image)."""
+        return tuple(b for b in self.boards if b.arch == "arm64")
 
     @property
     def all_boards(self) -> tuple[BoardPlan, ...]:
@@ -219,9 +232,12 @@ def make_plan(
     server: str = DEFAULT_SERVER,
     gpu_mem: int = LAB_GPU_MEM_MIB,
     servers: int = 1,
+    arm64: int = 0,
 ) -> LabPlan:
     """The plan for `boards` boards and `netboot` diskless ones under `lab_dir`, split over
-    `servers` NFS servers."""
+    `servers` NFS servers. With `arch` armhf, the last `arm64` boards are 64-bit ones (a real
+    lab mixes both OSes on the same 3Bs): the highest numbers, so the 32-bit canary pi-01 and
+    the boards before them stay what they were."""
     low, high = GPU_MEM_RANGE
     if not low <= gpu_mem <= high:
         raise UsageError(
@@ -240,6 +256,11 @@ def make_plan(
         raise UsageError(f"--boards {boards}: expected 1..{MAX_BOARDS} (0 with --netboot)")
     if not 1 <= servers <= MAX_SERVERS:
         raise UsageError(f"--servers {servers}: expected 1..{MAX_SERVERS}")
+    if not 0 <= arm64 <= boards or (arm64 and arch != "armhf"):
+        raise UsageError(
+            f"--arm64 {arm64} with {boards} {arch} board(s)",
+            f"use 0..{boards} 64-bit boards beside armhf ones (--arch arm64 makes all 64-bit)",
+        )
     if servers > boards + netboot:
         raise UsageError(
             f"--servers {servers} with {boards + netboot} board(s) in all",
@@ -249,7 +270,10 @@ def make_plan(
     return LabPlan(
         lab_dir=lab_dir,
         export_root=root,
-        boards=tuple(board_plan(i) for i in range(1, boards + 1)),
+        boards=tuple(
+            replace(board_plan(i), arch="arm64" if i > boards - arm64 else arch)
+            for i in range(1, boards + 1)
+        ),
         arch=arch,
         netboot=tuple(netboot_plan(i) for i in range(1, netboot + 1)),
         server=server,

@@ -29,11 +29,17 @@ class Recipe:
     dpkg_opts: tuple[str, ...] = SLIM_DPKG_OPTS
     suite: str = SUITE
     mirror: str = MIRROR
+    apt_opts: tuple[str, ...] = ()  # apt's options (`--aptopt`), such as no Recommends
+    hooks: tuple[str, ...] = ()  # mmdebstrap hook options (`--essential-hook=...`)
 
     @property
     def key(self) -> str:
         """Changes whenever anything that shapes the tree changes."""
-        blob = json.dumps(asdict(self), sort_keys=True).encode()
+        shape = asdict(self)
+        for late in ("apt_opts", "hooks"):  # recipes from before them keep their keys (caches)
+            if not shape[late]:
+                del shape[late]
+        blob = json.dumps(shape, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
     @property
@@ -50,6 +56,8 @@ class Recipe:
         argv = ["mmdebstrap", "--quiet", "--format=tar", f"--arch={self.arch}"]
         argv.append(f"--variant={self.variant}")
         argv += [f"--dpkgopt={opt}" for opt in self.dpkg_opts]
+        argv += [f"--aptopt={opt}" for opt in self.apt_opts]
+        argv += list(self.hooks)
         if self.packages:
             argv.append("--include=" + ",".join(self.packages))
         argv += [*build_options, self.suite, output, self.mirror]
@@ -144,9 +152,41 @@ BOARD_ARM64 = Recipe("board-rootfs", "arm64", BOARD.variant, BOARD.packages)
 RASPBIAN = Recipe("raspbian-rootfs", "armhf", "minbase", ("python3", "python3-numpy"))
 
 # The 64-bit stand-in with PyTorch: Debian's python3-torch (bookworm: 1.13.1) is built for arm64
-# (ARMv8.0, so it runs on a 3B's Cortex-A53), not armhf.
+# (ARMv8.0, so it runs on a 3B's Cortex-A53), not armhf. Lean: what `import torch` and netroot's
+# operators need. No Recommends (libtorch-dev, build-essential, ninja, pybind11: a compiler
+# toolchain for torch's C++ extensions); and of what it Depends on, no test files: libtorch-test's
+# C++ test binaries, and every Python package's tests/ (sympy's alone are tens of MB). Those .py
+# files would also be byte-compiled under qemu-user by their packages' postinst (py3compile, one
+# emulated core): py3compile's own exclusion list (/usr/share/python3/bcep, written before any
+# Python package is configured) keeps it from compiling files dpkg never unpacked. torch.testing
+# stays: `import torch` imports it.
+NO_TESTS_BCEP = "re|3.0-|/usr/lib/python3/dist-packages/|.*/tests/.*"
 RASPBIAN_TORCH = Recipe(
-    "raspbian-torch-rootfs", "arm64", "minbase", ("python3", "python3-numpy", "python3-torch")
+    "raspbian-torch-rootfs",
+    "arm64",
+    "minbase",
+    ("python3", "python3-numpy", "python3-torch"),
+    dpkg_opts=(
+        *SLIM_DPKG_OPTS,
+        "path-exclude=/usr/lib/libtorch-test/*",
+        "path-exclude=/usr/lib/python3/dist-packages/*/tests/*",
+        "path-exclude=/usr/include/*",
+        # What torch's shared libraries pull in but `import torch` never maps (/proc/self/maps
+        # after `import torch, numpy` in the image, under qemu-user): Mesa's GL drivers and the
+        # LLVM they load (libtorch links OpenCV, Qt5 and libGL, which open a driver only for a
+        # GL context), and data files.
+        "path-exclude=/usr/lib/*/dri/*",
+        "path-exclude=/usr/lib/*/libLLVM-15.so*",
+        "path-exclude=/usr/lib/*/libz3.so*",
+        "path-exclude=/usr/share/proj/*",
+        "path-exclude=/usr/share/iso-codes/*",
+        "path-exclude=/usr/share/xml/iso-codes/*",
+    ),
+    apt_opts=('APT::Install-Recommends "false"',),
+    hooks=(
+        '--essential-hook=mkdir -p "$1/usr/share/python3/bcep" && '
+        f"echo '{NO_TESTS_BCEP}' > \"$1/usr/share/python3/bcep/netroot-no-tests\"",
+    ),
 )
 
 ALL = (BOARD, BOARD_ARM64, SERVER, SERVER_VM, RASPBIAN, RASPBIAN_TORCH)

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from netroot.lab.plan import (
+    ARM64_EXPORT,
     BOARD_USER,
     NETBOOT_EXPORT,
     SERVER_INTERFACE,
@@ -84,11 +85,13 @@ def inventory(plan: LabPlan, power_cycle: Sequence[str] = ("false",)) -> dict[st
         f"-o UserKnownHostsFile={plan.known_hosts} -o StrictHostKeyChecking=yes"
         " -o IdentitiesOnly=yes"
     )
+    mixed = bool(plan.arm64) and plan.arch != "arm64"
     boards = {
         b.name: {
             "ansible_host": b.address,
             "netroot_address": b.address,
-            "netroot_image": "raspbian",
+            # A mixed lab's 64-bit boards take their image from their group (below).
+            **({} if mixed and b.arch == "arm64" else {"netroot_image": "raspbian"}),
             "netroot_qpu": False,
             # No VideoCore here, but the boot config is managed as on a real QPU board, so
             # that path (config.txt, reboot, back on its version) runs in the lab.
@@ -100,7 +103,22 @@ def inventory(plan: LabPlan, power_cycle: Sequence[str] = ("false",)) -> dict[st
         }
         for b in plan.boards
     }
-    children: dict[str, Any] = {"lab": {"hosts": boards}} if boards else {}
+    children: dict[str, Any] = {}
+    wide = {b.name for b in plan.arm64} if mixed else set()
+    armhf = {name: v for name, v in boards.items() if name not in wide}
+    if armhf:
+        children["lab"] = {"hosts": armhf}
+    if mixed:
+        # The 64-bit boards as a lab admin groups them: their own group runs the torch image
+        # (torch exists for arm64 only), so each image's rollout names its group.
+        # NFSv3 for their mounts: `import torch` opens about a thousand files, and over NFSv4 each
+        # open costs an OPEN and a CLOSE unless the server grants a read delegation, which
+        # NFS-Ganesha's VFS exports never do; over NFSv3 with the version's immutable profile
+        # a warm import sends none (bench/README.md, "A version mounted as immutable").
+        children["lab_arm64"] = {
+            "vars": {"netroot_image": ARM64_EXPORT, "netroot_board_nfs_version": "3"},
+            "hosts": {b.name: boards[b.name] for b in plan.arm64},
+        }
     if plan.netboot:
         children["lab_netboot"] = {"hosts": _diskless(plan, power_cycle)}
     return {

@@ -75,7 +75,7 @@ def build_program(
     op_words = _checked_words(opkernels.op_kernels())
     return bundle.program(
         f"netroot QPU smoke program, mode {mode!r}",
-        (bundle.LOADER, *bundle.qpu(module_names(mode))),
+        (bundle.LOADER, *bundle.SMOKE_BASE, *bundle.qpu(module_names(mode))),
         f"KERNELS = {_literal(words)}",
         f"OP_KERNELS = {_literal(op_words)}",
         f"TORCH_MODULES = {bundle.sources(bundle.qpu(bundle.TORCH_MODULES))!r}",

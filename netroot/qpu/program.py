@@ -131,6 +131,7 @@ def document(mode: str, stages: list[Stage], ctx: Context | None) -> dict[str, A
         "launch_latency_ms": ctx.latency_s * 1000 if ctx and ctx.latency_s else None,
         "emulator_gflops": facts.get("emulator_gflops"),
         "board": facts.get("board"),
+        "torch": facts.get("torch"),  # S12's import (seconds, NFS operations), S13's cases
     }
     emulated = bool(ctx and ctx.emulated)
     return {

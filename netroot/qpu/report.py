@@ -45,6 +45,7 @@ class QpuSummary:
     launch_latency_ms: float | None
     emulator_gflops: float | None
     board: str | None
+    torch: dict[str, Any] | None = None  # S12's import and S13's cases (torch_smoke)
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,7 @@ def from_dict(data: Any) -> QpuReport:
         launch_latency_ms=_opt_number(s, "launch_latency_ms", where),
         emulator_gflops=_opt_number(s, "emulator_gflops", where),
         board=s.get("board") if isinstance(s.get("board"), str) else None,
+        torch=s.get("torch") if isinstance(s.get("torch"), dict) else None,
     )
     emulated = _get(data, "emulated", bool, "document")
     if emulated and summary.gflops is not None:

@@ -15,7 +15,9 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
+from netroot import nfsstat
 from netroot.qpu import opsrun
 from netroot.qpu.smoke import Context, Stage, _stage
 from netroot.remote.loader import load_bundled
@@ -40,6 +42,34 @@ SIGILL_REMEDY = (
     "use Debian's python3-torch (bookworm, arm64) in the image, or a wheel built for armv8-a"
 )
 NO_TORCH = "no torch in this image (python3 cannot import torch)"
+# The board's NFS client counters (netroot.nfsstat): read around the import, they say how many
+# round trips it cost the network, what a real 3B on a 100 Mb/s port pays for.
+NFS_COUNTERS = "/proc/net/rpc/nfs"
+
+
+def nfs_counters(path: str = NFS_COUNTERS) -> nfsstat.ClientCounters | None:
+    """The client's counters now, or None where there is no NFS client (a local root)."""
+    try:
+        with open(path) as handle:
+            return nfsstat.parse(handle.read())
+    except (OSError, nfsstat.CountersError):
+        return None
+
+
+def nfs_cost(
+    before: nfsstat.ClientCounters | None, after: nfsstat.ClientCounters | None
+) -> tuple[str, dict[str, object] | None]:
+    """What the import cost in NFS operations: (words for S12's line, the data for --json)."""
+    if before is None or after is None:
+        return f"NFS operations not counted ({NFS_COUNTERS} unreadable: no NFS client)", None
+    try:
+        spent = after - before
+    except nfsstat.CountersError as exc:
+        return f"NFS operations not counted ({exc})", None
+    work = {k: n for k, n in spent.ops.items() if k not in nfsstat.HOUSEKEEPING}
+    biggest = sorted(work.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+    top = ", ".join(f"{n} {name.partition('.')[2]}" for name, n in biggest)
+    return f"{spent.work()} NFS operations ({top or 'none'})", spent.summary()
 
 
 def memory_facts(gpu_mem: int) -> str:
@@ -60,8 +90,17 @@ def memory_facts(gpu_mem: int) -> str:
     )
 
 
-def s12_import(python: str, timeout_s: float, gpu_mem: int) -> tuple[Stage, bool]:
-    """`import torch` in a child process: (stage, whether torch imported)."""
+def s12_import(
+    python: str,
+    timeout_s: float,
+    gpu_mem: int,
+    facts: dict[str, Any] | None = None,
+    counters: str = NFS_COUNTERS,
+) -> tuple[Stage, bool]:
+    """`import torch` in a child process: (stage, whether torch imported). Its seconds and the
+    NFS operations the board's client sent meanwhile (every process's: the smoke runs alone)
+    go into the line and into `facts["torch"]`."""
+    before = nfs_counters(counters)
     start = time.monotonic()
     try:
         res = subprocess.run(
@@ -80,7 +119,10 @@ def s12_import(python: str, timeout_s: float, gpu_mem: int) -> tuple[Stage, bool
     last = err[-1] if err else ""
     if res.returncode == 0:
         version = res.stdout.decode(errors="replace").strip()
-        return _stage("S12", "pass", f"torch {version} imported in {seconds:.1f} s"), True
+        words, nfs = nfs_cost(before, nfs_counters(counters))
+        if facts is not None:
+            facts["torch"] = {"version": version, "import_s": round(seconds, 2), "nfs": nfs}
+        return _stage("S12", "pass", f"torch {version} imported in {seconds:.1f} s, {words}"), True
     if res.returncode == NO_TORCH_RC:
         return _stage("S12", "skip", NO_TORCH), False
     if res.returncode == -signal.SIGILL:
@@ -152,6 +194,7 @@ def s13_accuracy(
         f"worst float32 case {worst.describe()}" + "".join(f"; {note}" for note in named)
     )
     ctx.facts["torch_worst_bound_ratio"] = worst.bound_ratio
+    ctx.facts.setdefault("torch", {})["cases"] = [case_data(c) for c in cases]
     if bad:
         return _stage(
             "S13",
@@ -161,6 +204,20 @@ def s13_accuracy(
             "compare the op kernels with the reference guide; run --qpu emulate",
         ), library
     return _stage("S13", "pass", evidence), library
+
+
+def case_data(case: Any) -> dict[str, object]:
+    """One torchcheck.Case as --json keeps it: its worst error as a fraction of the bound
+    (int32: 0.0 when exact, None when not: their bound is equality)."""
+    exact = case.dtype != "int32" or case.ok
+    return {
+        "op": case.op,
+        "dtype": case.dtype,
+        "shape": list(case.shape),
+        "layout": case.layout,
+        "bound_ratio": round(case.bound_ratio, 4) if exact else None,
+        "ok": case.ok,
+    }
 
 
 def s14_speed(ctx: Context) -> Stage:
@@ -198,7 +255,7 @@ def run_torch_stages(
     timeout_s: float = IMPORT_TIMEOUT_S,
 ) -> list[Stage]:
     """S12-S14 after S0-S11 (`stages`), under `policy` (auto or require)."""
-    s12, present = s12_import(python, timeout_s, ctx.gpu_mem)
+    s12, present = s12_import(python, timeout_s, ctx.gpu_mem, ctx.facts)
     if not present:
         why = NO_TORCH if s12.status == "skip" else "blocked by S12 (fail)"
         return [s12, _stage("S13", "skip", why), _stage("S14", "skip", why)]

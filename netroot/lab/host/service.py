@@ -112,8 +112,10 @@ def up(
     server_kind: str = DEFAULT_SERVER,
     gpu_mem: int = arch_mod.LAB_GPU_MEM_MIB,
     servers: int = 1,
+    arm64: int = 0,
 ) -> LabPlan:
     """Bring the lab to `boards_wanted` boards of `arch`, all SSH-ready; reuses what is up.
+    With `arch` armhf, the last `arm64` of them are 64-bit boards (the torch image's).
 
     A board with a saved state (from `lab down`) taken of the same machine resumes from it
     unless `boot`; `fresh` also gives every board a clean disk. A running board of another
@@ -138,6 +140,7 @@ def up(
         server_kind,
         gpu_mem=gpu_mem,
         servers=servers,
+        arm64=arm64,
     )
     if netboot and arch.name != "armhf":
         raise UsageError(f"--netboot with --arch {arch.name}", "diskless boards are armhf")
@@ -164,12 +167,16 @@ def up(
             server_kind,
             gpu_mem=gpu_mem,
             servers=servers,
+            arm64=arm64,
         )
-        kern, initrd, base, server_art = build_artifacts(report, arch, netboot > 0, plan.server)
+        kinds = [arch_mod.by_name(a) for a in plan.arches]
+        boot_of, server_art = build_artifacts(report, kinds, netboot > 0, plan.server)
         client_pub = seeds.write_identity(plan, power_cycle_command())
         t0 = time.monotonic()
         network.create(plan)
-        state.save(plan.state_file, boards_wanted, root, arch.name, netboot, plan.server, servers)
+        state.save(
+            plan.state_file, boards_wanted, root, arch.name, netboot, plan.server, servers, arm64
+        )
         had = int(previous.get("servers") or 1)
         serverhost.start(plan, client_pub, server_art, fresh, report, had)
         _prepare_diskless(plan, client_pub, report)
@@ -178,16 +185,18 @@ def up(
         for extra in _existing_boards(lab_dir):
             if extra.name not in wanted and boards.stop(BoardFiles(extra.dir(lab_dir))):
                 report(f"stopped {extra.name} (not in a lab of {boards_wanted})")
-        machine = boards.Machine(kernel.qemu_image(kern), initrd, arch, plan.gpu_mem)
         for board in plan.boards:
             files = BoardFiles(board.dir(lab_dir))
+            kind, boot_files = arch_mod.by_name(board.arch), boot_of[board.arch]
+            kern = kernel.qemu_image(boot_files.kernel)
+            machine = boards.Machine(kern, boot_files.initrd, kind, plan.gpu_mem)
             if boards.running_pid(files) is not None:
                 memory = machine.memory_mib()
-                if boards.arch_of(files) == arch.name and boards.memory_of(files) == memory:
+                if boards.arch_of(files) == kind.name and boards.memory_of(files) == memory:
                     continue
                 boards.stop(files)
-                report(f"stopped {board.name} (not an {arch.name} board of {memory} MiB)")
-            disk.overlay(base, files.disk, fresh)
+                report(f"stopped {board.name} (not an {kind.name} board of {memory} MiB)")
+            disk.overlay(boot_files.base, files.disk, fresh)  # a new base: a new disk
             files.seed.write_bytes(seeds.board_seed(board, files, client_pub))
             if boot:
                 files.snapshot_marker.unlink(missing_ok=True)

@@ -111,7 +111,13 @@ def test_missing_caps_names_the_absent_bits() -> None:
 
 @pytest.mark.parametrize(
     "options",
-    [{"gpu_mem": 16}, {"boards_wanted": 40}, {"netboot": 1, "arch": arch.ARM64}],
+    [
+        {"gpu_mem": 16},
+        {"boards_wanted": 40},
+        {"netboot": 1, "arch": arch.ARM64},
+        {"arm64": 2},  # more 64-bit boards than boards
+        {"arm64": 1, "arch": arch.ARM64},  # every board is 64-bit already
+    ],
 )
 def test_bad_options_are_refused_before_a_running_lab_is_touched(
     options: dict[str, object], monkeypatch: pytest.MonkeyPatch, tmp_path: Path

@@ -99,3 +99,50 @@ def test_lab_macs_are_stable_per_address() -> None:
         board_plan(i).mac for i in range(1, 4)
     }
     assert len(macs) == 5
+
+
+def test_a_mixed_lab_has_its_last_boards_64_bit_and_builds_for_both() -> None:
+    plan = make_plan(3, Path("/lab"), arm64=1)
+    assert [(b.name, b.arch) for b in plan.boards] == [
+        ("pi-01", "armhf"),
+        ("pi-02", "armhf"),
+        ("pi-03", "arm64"),
+    ]
+    assert plan.arches == ("armhf", "arm64")
+    assert make_plan(3, Path("/lab")).arches == ("armhf",)
+    assert make_plan(2, Path("/lab"), arch="arm64").arches == ("arm64",)
+
+
+@pytest.mark.parametrize(("boards", "arm64", "arch"), [(2, 3, "armhf"), (2, 1, "arm64")])
+def test_arm64_boards_beyond_the_lab_or_in_an_arm64_lab_are_refused(
+    boards: int, arm64: int, arch: str
+) -> None:
+    with pytest.raises(UsageError, match="--arm64"):
+        make_plan(boards, Path("/lab"), arch=arch, arm64=arm64)
+
+
+def test_the_64_bit_boards_take_the_torch_image_from_their_group() -> None:
+    # As a lab admin writes it: a group of its own whose variables name the image, so each
+    # image's rollout names its group (`--group lab`, `--group lab_arm64`).
+    plan = make_plan(3, Path("/lab"), Path("/srv/export"), arm64=1)
+    data = yaml.safe_load(render.inventory_yaml(plan))
+    groups = data["all"]["children"]["boards"]["children"]
+    assert groups["lab_arm64"]["vars"] == {
+        "netroot_image": "raspbian-torch",
+        "netroot_board_nfs_version": "3",  # no OPEN/CLOSE per file: Ganesha grants no delegation
+    }
+    assert "netroot_image" not in groups["lab_arm64"]["hosts"]["pi-03"]
+    inv = parse(data, Path("inventory.yml"))
+    assert {n: b.image for n, b in inv.boards.items()} == {
+        "pi-01": "raspbian",
+        "pi-02": "raspbian",
+        "pi-03": "raspbian-torch",
+    }
+    assert set(inv.groups["lab"]) == {"pi-01", "pi-02"}
+    assert set(inv.groups["lab_arm64"]) == {"pi-03"}
+    # an all-64-bit lab (--arch arm64) is one group running the stock image, as before
+    wide = parse(yaml.safe_load(render.inventory_yaml(make_plan(2, Path("/lab"), arch="arm64"))),
+                 Path("inventory.yml"))  # fmt: skip
+    assert {b.image for b in wide.boards.values()} == {
+        "raspbian"
+    } and "lab_arm64" not in wide.groups

@@ -32,8 +32,10 @@ def test_state_file_round_trips(tmp_path: Path) -> None:
         "netboot": 0,
         "server": "ganesha",
         "servers": 1,
+        "arm64": 0,
     }
-    state.save(f, 2, Path("/srv/x"), server="kernel", servers=2)
+    state.save(f, 2, Path("/srv/x"), server="kernel", servers=2, arm64=1)
+    assert state.load(f)["arm64"] == 1
     assert (state.load(f)["server"], state.load(f)["servers"]) == ("kernel", 2)
     assert state.load(tmp_path / "missing.json") == {}
     (tmp_path / "bad.json").write_text("{")

@@ -438,3 +438,48 @@ def test_work_is_split_over_at_most_12_qpus_evenly() -> None:
     assert opsrun.split(5, 12) == [1, 1, 1, 1, 1]
     assert opsrun.split(26, 12) == [3, 3] + [2] * 10
     assert sum(opsrun.split(21738, 12)) == 21738
+
+
+def _bumped(text: str, rpc: int, **ops: int) -> str:
+    """/proc/net/rpc/nfs's text with the rpc calls and some NFSv4 operations counted up."""
+    from netroot.nfsstat import PROC4
+
+    lines = []
+    for line in text.splitlines():
+        words = line.split()
+        if words and words[0] == "rpc":
+            words[1] = str(int(words[1]) + rpc)
+        elif words and words[0] == "proc4":
+            for name, n in ops.items():
+                words[2 + PROC4.index(name)] = str(int(words[2 + PROC4.index(name)]) + n)
+        lines.append(" ".join(words))
+    return "\n".join(lines) + "\n"
+
+
+def test_s12_counts_the_nfs_operations_the_import_cost(tmp_path: Path) -> None:
+    # The child (the import) moves the board's counters from one real read to another, as the
+    # NFS client does while torch's files are opened: S12 reports the difference, less the
+    # session's SEQUENCE pings, in its line and in the facts --json keeps.
+    fixture = Path(__file__).parents[1] / "fixtures" / "nfsstat" / "pi-01-v41-after-rollout.txt"
+    counters = tmp_path / "nfs"
+    counters.write_text(fixture.read_text())
+    after = tmp_path / "after"
+    # SEQUENCE the most, as an idle session's pings can be: counted in calls, never as work
+    after.write_text(_bumped(fixture.read_text(), 950, open=200, close=200, read=250, sequence=300))
+    python = _fake_python(tmp_path, f"cp {after} {counters}; echo 1.13.0a0")
+    facts: dict[str, object] = {}
+    stage, present = torch_smoke.s12_import(python, 10, 128 << 20, facts, str(counters))
+    assert present and stage.status == "pass"
+    assert "650 NFS operations (250 read, 200 close, 200 open)" in stage.evidence
+    torch = facts["torch"]
+    assert isinstance(torch, dict) and torch["version"] == "1.13.0a0"
+    assert torch["nfs"]["calls"] == 950 and torch["nfs"]["work"] == 650
+
+
+def test_s12_says_when_there_is_no_nfs_client_to_count(tmp_path: Path) -> None:
+    facts: dict[str, object] = {}
+    missing = str(tmp_path / "no-such-file")
+    stage, _ = torch_smoke.s12_import(_fake_python(tmp_path, "echo 2.0"), 10, 0, facts, missing)
+    assert stage.status == "pass" and "NFS operations not counted" in stage.evidence
+    torch = facts["torch"]
+    assert isinstance(torch, dict) and (torch["version"], torch["nfs"]) == ("2.0", None)

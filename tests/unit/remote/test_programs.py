@@ -30,7 +30,10 @@ QPU_PROGRAMS = ("qpu", "torch script")
 # and the QPU programs.
 SENT = {
     **{m.rpartition(".")[2]: names for m, names in bundle.SERVER_PROGRAMS.items()},
-    "qpu": bundle.qpu((*bundle.CORE_MODULES, *bundle.EMULATE_MODULES, *bundle.TORCH_MODULES)),
+    "qpu": (
+        *bundle.SMOKE_BASE,
+        *bundle.qpu((*bundle.CORE_MODULES, *bundle.EMULATE_MODULES, *bundle.TORCH_MODULES)),
+    ),
     "torch script": bundle.qpu(
         (*bundle.SCRIPT_MODULES, *bundle.EMULATE_MODULES, *bundle.TORCH_MODULES)
     ),
