@@ -6,14 +6,10 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
-from netroot.cli.context import AppContext, QpuMode, epilog, get
-
-if TYPE_CHECKING:
-    from netroot.smoke.results import BoardReport
+from netroot.cli.context import QpuMode, epilog, get
 
 EPILOG = epilog(
     [
@@ -84,26 +80,10 @@ def smoke(
             for note in b.notes:
                 app.out.info(f"{b.board}: {note}")
         if not app.out.tsv:  # one table per TSV stream
-            _torch_tables(app, report.boards)
+            for b in report.boards:
+                for table in b.tables:
+                    app.out.table(table.title, table.headers, table.rows)
     raise typer.Exit(int(report.exit_code()))
-
-
-def _torch_tables(app: AppContext, boards: list[BoardReport]) -> None:
-    """S12 and S13 of each torch board as a person reads them (netroot.qpu.torch_table)."""
-    from netroot.qpu import torch_table
-
-    for b in boards:
-        qpu = b.summary.get("qpu") or {}
-        torch = qpu.get("torch")
-        if not isinstance(torch, dict):
-            continue
-        line = torch_table.import_line(b.board, torch)
-        if line:
-            app.out.info(line)
-        if torch.get("cases"):
-            emulated = bool(qpu.get("emulated"))
-            title = torch_table.title(b.board, emulated)
-            app.out.table(title, torch_table.HEADERS, torch_table.rows(torch["cases"]))
 
 
 def register(app: typer.Typer) -> None:

@@ -9,12 +9,12 @@ from typing import Any
 
 from netroot.errors import Exit, NetrootError, UsageError
 from netroot.inventory import Board
-from netroot.qpu import bootconfig
+from netroot.qpu import bootconfig, torch_table
 from netroot.qpu.bundle import build_program
 from netroot.qpu.modes import MODES
 from netroot.qpu.report import QpuReport, ReportError, parse
 from netroot.smoke.results import CheckResult
-from netroot.smoke.stage import BoardSession, Each, ReadyBoard, StageResult
+from netroot.smoke.stage import BoardSession, Each, ReadyBoard, StageResult, Table
 
 EMULATED_PREFIX = "EMULATED, the GPU was not tested: "
 
@@ -108,10 +108,21 @@ class QpuStage:
             if exc.code != Exit.UNREACHABLE:
                 raise
             return StageResult(summary={"qpu_mode": mode, "qpu": {}}, unreachable=exc.message)
-        notes = ("QPU stages ran on the EMULATOR; the GPU was not tested",)
+        notes = ["QPU stages ran on the EMULATOR; the GPU was not tested"]
+        if not summary.get("emulated"):
+            notes = []
+        tables: list[Table] = []
+        torch = summary.get("torch")
+        if isinstance(torch, dict):  # S12 in a line, S13's cases as a table (qpu.torch_table)
+            line = torch_table.import_line(board.name, torch)
+            notes += [line] if line else []
+            if torch.get("cases"):
+                title = torch_table.title(board.name, bool(summary.get("emulated")))
+                tables.append(Table(title, torch_table.HEADERS, torch_table.rows(torch["cases"])))
         return StageResult(
             checks,
             {"qpu_mode": mode, "qpu": summary},
-            notes=notes if summary.get("emulated") else (),
+            notes=tuple(notes),
+            tables=tuple(tables),
             collapse_skipped=True,
         )

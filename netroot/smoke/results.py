@@ -28,6 +28,7 @@ class BoardReport:
     # Each stage's summary: its fields in the board's JSON, in the stages' order.
     summary: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # human lines for after the table
+    tables: list[Any] = field(default_factory=list)  # stage.Table: shown after the notes
     # Check sources whose checks, all skipped, the table shows as one row (stage.StageResult).
     collapsed: set[str] = field(default_factory=set)
 

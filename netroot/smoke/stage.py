@@ -48,6 +48,14 @@ class SmokeSettings:
     qpu_mode: str = "auto"  # --qpu (netroot.qpu.modes.MODES)
 
 
+class Table(NamedTuple):
+    """A short table a stage shows after the checks (the JSON keeps its data in the summary)."""
+
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+
+
 @dataclass(frozen=True)
 class StageResult:
     """One stage on one board."""
@@ -59,6 +67,8 @@ class StageResult:
     unreachable: str = ""
     # Human lines for after the table (the JSON does not carry them).
     notes: tuple[str, ...] = ()
+    # Tables for after the checks' table (the JSON does not carry them either).
+    tables: tuple[Table, ...] = ()
     # When every check of the stage skipped on a board, the table shows one row for them
     # (checks named "<source> <id> <title>": "qpu S0-S11"); JSON and JUnit keep every check.
     collapse_skipped: bool = False

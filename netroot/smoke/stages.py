@@ -224,6 +224,7 @@ def _record(report: BoardReport, result: StageResult) -> None:
     report.checks.extend(result.checks)
     report.summary.update(result.summary)
     report.notes.extend(result.notes)
+    report.tables.extend(result.tables)
     if result.collapse_skipped:
         report.collapsed.update(c.source for c in result.checks)
     if result.unreachable:

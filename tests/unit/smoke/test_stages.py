@@ -101,3 +101,28 @@ def test_a_board_no_stage_reached_keeps_the_idle_fields_in_its_json() -> None:
         "qpu": {},
         "checks": [],
     }
+
+
+def test_a_torch_boards_qpu_stage_shows_s12_in_a_line_and_s13_as_a_table() -> None:
+    torch = {
+        "version": "2.1.2",
+        "import_s": 3.25,
+        "nfs": {"work": 12, "calls": 40},
+        "cases": [
+            {"op": "add", "dtype": "float32", "shape": [64], "bound_ratio": 0.5, "ok": True},
+            {"op": "add", "dtype": "float32", "shape": [4096], "bound_ratio": 0.75, "ok": True},
+        ],
+    }
+
+    def runner(session: object, board: Board, mode: str) -> tuple[list[object], dict[str, object]]:
+        return [], {"status": "pass", "emulated": True, "torch": torch}
+
+    result = QpuStage("emulate", runner).run_on(ReadyBoard(_board(), FakeSession()))  # type: ignore[arg-type]
+    name = _board().name
+    assert f"{name}: import torch 2.1.2: 3.2 s, 12 NFS operations (40 RPC calls)" in result.notes
+    (table,) = result.tables
+    assert "EMULATED" in table.title and table.rows[0][:3] == ["add", "float32", "0.75"]
+    plain = QpuStage("emulate", lambda *a: ([], {"status": "pass"})).run_on(  # type: ignore[arg-type]
+        ReadyBoard(_board(), FakeSession())
+    )
+    assert plain.tables == () and plain.notes == ()
