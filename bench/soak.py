@@ -173,10 +173,10 @@ def command(op: str, rng: random.Random, op_variant: str | None = None) -> list[
     if op == "rollout":
         return ["rollout", image, "--name", IMAGE_NAME, "-y", "--batch", "1", "--qpu", "skip"]
     if op == "rollback":
-        return ["rollback", "-y"]
+        return ["rollback", "boards", "-y"]
     if op == "export":
         return ["export", image, "--name", IMAGE_NAME]
-    return ["provision"]
+    return ["provision", "--all"]
 
 
 def _wait_moment(lab: SoakLab, moment: str, board: BoardPlan, proc: subprocess.Popen[str],
@@ -233,7 +233,9 @@ def one_op(lab: SoakLab, rng: random.Random, n: int, faults: Faults) -> Step:
     rc = proc.returncode
     mid = lab.current()
     rerun_rc = None
-    if rc != 0 and not (op == "rollback" and not hit.is_set() and "nothing to roll back" in err):
+    # A rollback with no earlier good version recorded is refused (exit 2): nothing to redo.
+    nothing = op == "rollback" and rc == 2 and "no earlier good version" in err
+    if rc != 0 and not nothing:
         say(f"  exit {rc}: {err.strip().splitlines()[-1] if err.strip() else ''}; running it again")
         again = lab.netroot(*argv)
         _, err2 = again.communicate()
@@ -252,8 +254,14 @@ def soak(seed: int, minutes: float) -> dict[str, object]:
         variant(i)
     faults = Faults(lab, rng)
     ops: Counter[str] = Counter()
-    checks = 0
-    violations: list[str] = []
+    # The start: every board provisioned (a lab just up has none mounted) and checked.
+    say("start: netroot provision --all")
+    start = lab.netroot("provision", "--all")
+    _, err = start.communicate()
+    if start.returncode != 0:
+        sys.exit(f"the soak's first provision failed (exit {start.returncode}):\n{err[-1500:]}")
+    violations = [f"at the start: {v}" for v in check(lab.seen(faults.powered))]
+    checks = 1
     end = time.monotonic() + minutes * 60
     n = 0
     t0 = time.monotonic()
