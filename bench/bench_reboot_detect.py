@@ -54,13 +54,39 @@ PLAYBOOK = """\
 PROBE = re.compile(r"last boot time check failed: (.*?)(?:; again in|, retrying in|$)")
 
 
-class Watcher(threading.Thread):
-    """Port 22 of one board, every 0.5 s: the times it stopped and started answering SSH."""
+# Console lines worth a place on the timeline (the board's side of the reboot).
+MARKS = re.compile(
+    r"reboot: Restarting|U-Boot 20|DHCP client bound|TFTP from|Bytes transferred|Starting kernel"
+    r"|Booting Linux|Run /init|switch_root|Welcome to|Started .*[Ss]sh|login:|T T T|Retry count"
+    r"|netroot|timed out|Timed out|error|Error"
+)
 
-    def __init__(self, address: str) -> None:
+
+class Watcher(threading.Thread):
+    """Port 22 of one board, every 0.5 s: the times it stopped and started answering SSH; and
+    its serial console's new lines (the lab's console.log), timed as they appear."""
+
+    def __init__(self, address: str, console: Path | None) -> None:
         super().__init__(daemon=True)
         self.address, self.stop = address, threading.Event()
         self.changes: list[tuple[float, bool]] = []
+        self.console = console
+        self.offset = console.stat().st_size if console and console.exists() else 0
+        self.lines: list[tuple[float, str]] = []
+
+    def read_console(self) -> None:
+        if self.console is None or not self.console.exists():
+            return
+        with self.console.open("rb") as fh:
+            fh.seek(self.offset)
+            data = fh.read()
+        cut = data.rfind(b"\n") + 1
+        self.offset += cut
+        now = time.monotonic()
+        for raw in data[:cut].decode(errors="replace").splitlines():
+            line = raw.strip()
+            if line and MARKS.search(line):
+                self.lines.append((now, line[:120]))
 
     def answers(self) -> bool:
         try:
@@ -77,17 +103,20 @@ class Watcher(threading.Thread):
             if now != last:
                 self.changes.append((time.monotonic(), now))
                 last = now
+            self.read_console()
             time.sleep(0.5)
 
 
-def one_reboot(inventory: Path, board: str, address: str, extra: dict[str, Any]) -> dict[str, Any]:
+def one_reboot(
+    inventory: Path, board: str, address: str, extra: dict[str, Any], console: Path | None
+) -> dict[str, Any]:
     env = {
         **os.environ,
         "ANSIBLE_CONFIG": str(REPO / "playbooks" / "ansible.cfg"),
         "ANSIBLE_ACTION_PLUGINS": str(ROLE / "action_plugins"),
         "ANSIBLE_FORCE_COLOR": "0",
     }
-    watcher = Watcher(address)
+    watcher = Watcher(address, console)
     watcher.start()
     with tempfile.NamedTemporaryFile("w", suffix=".yml") as book:
         book.write(PLAYBOOK)
@@ -119,6 +148,7 @@ def one_reboot(inventory: Path, board: str, address: str, extra: dict[str, Any])
         "boot_s": None if down is None or back is None else round(back - down, 1),
         "lag_s": None if back is None else round(detected - back, 1),
         "probes": probes,
+        "console": [(round(t - t0, 1), line) for t, line in watcher.lines],
     }  # fmt: skip
 
 
@@ -150,8 +180,10 @@ def main() -> None:
     rounds = []
     for i in range(args.rounds):
         for board in args.boards:
-            r = one_reboot(inventory, board, hosts[board], extra)
-            print(f"[bench] round {i + 1} {board}: {r}", file=sys.stderr, flush=True)
+            console = paths.lab_dir() / "boards" / board / "console.log"
+            r = one_reboot(inventory, board, hosts[board], extra, console)
+            short = {k: v for k, v in r.items() if k not in ("probes", "console")}
+            print(f"[bench] round {i + 1}: {short}", file=sys.stderr, flush=True)
             rounds.append(r)
     summary = {}
     for board in args.boards:
