@@ -49,6 +49,11 @@ FAULTS = ("power-cut", "power-off", "nfs-restart", "nfs-kill", "netem", "kill-9"
           "two-controllers", None)  # fmt: skip
 LINK_HEAL = ["set_link lan on", "object_del soakdelay"]
 SMALL_FS = 16 << 30  # disk-full only on an export root this small (a soak's own filesystem)
+# Seconds into each operation a fault may land (they take, on 2 lab boards: a rollout 40-150 s,
+# a rollback 30-60, a provision 15-60, an export 2-10): a fault chosen for a moment after the
+# command ended is not injected (faults_chosen counts it, faults does not).
+DELAYS = {"rollout": (1.0, 45.0), "rollback": (1.0, 30.0), "provision": (1.0, 15.0),
+          "export": (0.5, 5.0)}  # fmt: skip
 RESET_CONFIG = (  # as bench_reboot: config.txt as Bookworm ships it, so provision reboots
     "sudo -n sed -i -e '/^# BEGIN netroot qpu boot config$/,/^# END netroot qpu boot config$/d'"
     " -e 's/^#netroot-qpu: //' /boot/firmware/config.txt"
@@ -92,6 +97,9 @@ class Faults:
     second: subprocess.Popen[str] | None = None
     notes: list[str] = field(default_factory=list)
     flapping: threading.Event = field(default_factory=threading.Event)
+    chosen: Counter[str] = field(default_factory=Counter)
+    unavailable: set[str] = field(default_factory=set)
+    last_image: str = ""
 
     def monitor(self, board: BoardPlan) -> Path:
         return BoardFiles(board.dir(self.lab.plan.lab_dir)).monitor_socket
@@ -157,7 +165,7 @@ class Faults:
             self.heals.append(("disk", ["rm", "-f", str(ballast)]))
         elif kind == "two-controllers":
             other = self.rng.choice(OPS)
-            self.second = lab.netroot(*command(other, self.rng, op_variant="soak-0"))
+            self.second = lab.netroot(*command(other, self.rng))
         self.fired[kind] += 1
         say(f"  fault {kind} on {board.name} while {op} runs")
 
@@ -197,8 +205,10 @@ def board_named(lab: SoakLab, name: str) -> BoardPlan:
     return next(b for b in lab.boards if b.name == name)
 
 
-def command(op: str, rng: random.Random, op_variant: str | None = None) -> list[str]:
-    image = f"netroot-lab/raspbian:{op_variant or f'soak-{rng.randrange(VARIANTS)}'}"
+def command(op: str, rng: random.Random, last: str = "") -> list[str]:
+    """The operation's argv; a rollout's image is never the last one rolled out (a no-op)."""
+    images = [f"netroot-lab/raspbian:soak-{i}" for i in range(VARIANTS)]
+    image = rng.choice([i for i in images if i != last])
     if op == "rollout":
         return ["rollout", image, "--name", IMAGE_NAME, "-y", "--batch", "1", "--qpu", "skip"]
     if op == "rollback":
@@ -233,16 +243,20 @@ def _wait_moment(lab: SoakLab, moment: str, board: BoardPlan, proc: subprocess.P
 
 def one_op(lab: SoakLab, rng: random.Random, n: int, faults: Faults) -> Step:
     op = rng.choice(OPS)
-    kind = rng.choice(FAULTS)
+    kind = rng.choice([f for f in FAULTS if f not in faults.unavailable])
     board = rng.choice(lab.boards)
     moment = "any"
     if kind in ("power-cut", "power-off"):
         moments = {"rollout": ("switching", "smoking", "any"), "provision": ("rebooting", "any")}
         moment = rng.choice(moments.get(op, ("any",)))
-    delay = rng.uniform(1, 60 if op != "export" else 15)
-    argv = command(op, rng)
+    delay = rng.uniform(*DELAYS[op])
+    argv = command(op, rng, faults.last_image)
+    if op == "rollout":
+        faults.last_image = argv[1]
     if op == "provision" and (moment == "rebooting" or rng.random() < 0.3):
         lab.ssh(board.address, RESET_CONFIG)  # this provision reboots the board
+    if kind is not None:
+        faults.chosen[kind] += 1
     say(f"#{n} {' '.join(argv)}; fault {kind or 'none'} ({moment}, {delay:.0f} s) on {board.name}")
     before = lab.current()
     since = lab.events_file().stat().st_size if lab.events_file().exists() else 0
@@ -287,6 +301,10 @@ def soak(seed: int, minutes: float) -> dict[str, object]:
     for i in range(VARIANTS):
         variant(i)
     faults = Faults(lab, rng)
+    home = lab.home.export_root
+    if os.statvfs(home).f_blocks * os.statvfs(home).f_frsize > SMALL_FS:
+        faults.unavailable.add("disk-full")
+        faults.notes.append(f"disk-full not injected: {home} is not a small soak filesystem")
     ops: Counter[str] = Counter()
     # The start: every board provisioned (a lab just up has none mounted) and checked.
     say("start: netroot provision --all")
@@ -315,7 +333,8 @@ def soak(seed: int, minutes: float) -> dict[str, object]:
     return {
         "seed": seed, "minutes": minutes, "seconds": round(time.monotonic() - t0),
         "boards": len(lab.boards), "server": lab.plan.server, "operations": dict(ops),
-        "faults": dict(faults.fired), "checks": checks, "invariants": list(INVARIANTS),
+        "faults": dict(faults.fired), "faults_chosen": dict(faults.chosen), "checks": checks,
+        "invariants": list(INVARIANTS),
         "violations": violations, "notes": faults.notes,
     }  # fmt: skip
 
