@@ -203,6 +203,10 @@ def test_a_board_moved_between_live_servers_remounts_without_unmounting_first(
     from netroot.inventory import load
 
     lab = servers_lab.lab
+    # Mounted from nfs-01 first (a no-op after the rollout above, whose version both servers
+    # hold: this test runs after it).
+    first = netroot(servers_lab.inventory, "provision", "nfs_servers", "pi-03")
+    assert first.returncode == 0, first.stderr[-3000:]
     before = _mount_sources(lab, "pi-03")
     for server in ("nfs-02", "nfs-01"):
         inv = _moved(servers_lab.inventory, "pi-03", server, tmp_path / f"{server}.yml")
