@@ -176,3 +176,46 @@ def test_a_server_stopped_mid_rollout_fails_only_its_boards_and_a_rerun_finishes
     assert {b["board"]: (b["mounted"], bool(b["drift"])) for b in status} == {
         b: (version, False) for b in BOARDS
     }
+
+
+def _moved(inv: Path, board: str, server: str, dest: Path) -> Path:
+    """The module's inventory with `board` served by `server` (an inventory change)."""
+    data = yaml.safe_load(inv.read_text())
+
+    def walk(group: dict[str, Any]) -> None:
+        for name, hostvars in (group.get("hosts") or {}).items():
+            if name == board and hostvars is not None:  # the first server's boards name none
+                hostvars["netroot_nfs_server"] = server
+        for child in (group.get("children") or {}).values():
+            walk(child or {})
+
+    walk(data["all"])
+    dest.write_text(yaml.safe_dump(data, sort_keys=False))
+    return dest
+
+
+def test_a_board_moved_between_live_servers_remounts_without_unmounting_first(
+    servers_lab: ServersLab, tmp_path: Path
+) -> None:
+    """pi-03, mounted from nfs-01, moved to nfs-02 by an inventory change while both serve, and
+    back: each provision remounts it from its new server (the old one drops it from its exports,
+    and its mounts of the old one answer ESTALE: netroot-mount finds them in the mount table)."""
+    from netroot.inventory import load
+
+    lab = servers_lab.lab
+    # Mounted from nfs-01 first (a no-op after the rollout above, whose version both servers
+    # hold: this test runs after it).
+    first = netroot(servers_lab.inventory, "provision", "nfs_servers", "pi-03")
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = _mount_sources(lab, "pi-03")
+    for server in ("nfs-02", "nfs-01"):
+        inv = _moved(servers_lab.inventory, "pi-03", server, tmp_path / f"{server}.yml")
+        proc = netroot(inv, "provision", "nfs_servers", "pi-03")
+        _report(f"pi-03 moved to {server}: provision rc {proc.returncode}")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        srv = load(inv).servers[server]
+        share = f"{srv.address}:{srv.export_root}/raspbian"
+        sources = _mount_sources(lab, "pi-03")
+        assert share in sources, (server, sources)
+        assert all(s == share or s.startswith(f"{share}/") for s in sources), (server, sources)
+    assert _mount_sources(lab, "pi-03") == before
