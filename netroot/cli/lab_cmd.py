@@ -36,6 +36,13 @@ class Arch(StrEnum):
     ARM64 = "arm64"
 
 
+class BoardKind(StrEnum):
+    """--board-kind (netroot.lab.plan.BOARD_KINDS)."""
+
+    QEMU = "qemu"
+    LIGHT = "light"
+
+
 class ServerKind(StrEnum):
     """--server (netroot.lab.plan.SERVER_KINDS, checked by a test)."""
 
@@ -60,7 +67,12 @@ def _reporter(ctx: typer.Context) -> tuple[context.AppContext, float]:
 def up_cmd(
     ctx: typer.Context,
     boards: int = typer.Option(
-        2, "--boards", "-n", min=0, max=32, help="How many boards (0 only with --netboot)."
+        2,
+        "--boards",
+        "-n",
+        min=0,
+        max=100,
+        help="How many boards (0 only with --netboot; up to 32 QEMU boards, 100 light ones).",
     ),
     fresh: bool = typer.Option(False, "--fresh", help="Start boards from a clean SD-card disk."),
     boot: bool = typer.Option(
@@ -96,6 +108,13 @@ def up_cmd(
         help="How many NFS servers (nfs-01, nfs-02, ...): the boards are dealt out in turn, "
         "each mounting or booting from its own (netroot_nfs_server in the inventory).",
     ),
+    board_kind: BoardKind = typer.Option(
+        BoardKind.QEMU,
+        "--board-kind",
+        help="qemu: emulated ARM boards (the faithful ones); light: a container per board "
+        "(x86, SD mode, a userspace NFS client), for scale only: docs/lab.md says what it "
+        "does not model.",
+    ),
     gpu_mem: int = typer.Option(
         LAB_GPU_MEM_MIB,
         "--gpu-mem",
@@ -126,6 +145,7 @@ def up_cmd(
         server_kind=server.value,
         gpu_mem=gpu_mem,
         servers=servers,
+        board_kind=board_kind.value,
     )
     app.out.info(f"inventory: {plan.lab_dir / 'inventory.yml'}")
 

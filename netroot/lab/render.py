@@ -10,6 +10,7 @@ import yaml
 
 from netroot.lab.plan import (
     BOARD_USER,
+    LIGHT_EXPORT,
     NETBOOT_EXPORT,
     SERVER_INTERFACE,
     SUBNET,
@@ -88,7 +89,7 @@ def inventory(plan: LabPlan, power_cycle: Sequence[str] = ("false",)) -> dict[st
         b.name: {
             "ansible_host": b.address,
             "netroot_address": b.address,
-            "netroot_image": "raspbian",
+            "netroot_image": LIGHT_EXPORT if plan.light else "raspbian",
             "netroot_qpu": False,
             # No VideoCore here, but the boot config is managed as on a real QPU board, so
             # that path (config.txt, reboot, back on its version) runs in the lab.

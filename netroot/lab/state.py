@@ -59,6 +59,7 @@ def save(
     netboot: int = 0,
     server: str = "ganesha",
     servers: int = 1,
+    board_kind: str = "qemu",
 ) -> None:
     """Record the lab's size, arch, servers (kind and number) and export root (processes are
     found by their pidfiles)."""
@@ -71,6 +72,7 @@ def save(
         "netboot": netboot,
         "server": server,
         "servers": servers,
+        "board_kind": board_kind,
     }
     tmp.write_text(json.dumps(record, indent=2))
     tmp.rename(path)

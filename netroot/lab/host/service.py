@@ -22,6 +22,7 @@ from netroot.lab.host import (
     disk,
     diskless,
     kernel,
+    lightboards,
     network,
     ready,
     seeds,
@@ -33,12 +34,14 @@ from netroot.lab.host.artifacts import check_environment as check_environment  #
 from netroot.lab.host.boards import BoardFiles
 from netroot.lab.plan import (
     BOARD_USER,
+    DEFAULT_BOARD_KIND,
     DEFAULT_SERVER,
     NETNS,
     SERVER_KINDS,
     BoardPlan,
     LabPlan,
     board_plan,
+    light_plan,
     make_plan,
     netboot_plan,
 )
@@ -64,7 +67,11 @@ def power_cycle_command() -> list[str]:
 
 
 # Each kind of board by its name's prefix: how board N of that kind is planned.
-_PLANS: dict[str, Callable[[int], BoardPlan]] = {"pi-": board_plan, "nb-": netboot_plan}
+_PLANS: dict[str, Callable[[int], BoardPlan]] = {
+    "pi-": board_plan,
+    "nb-": netboot_plan,
+    "lb-": light_plan,
+}
 
 
 def _existing_boards(lab_dir: Path, prefix: str = "pi-") -> list[BoardPlan]:
@@ -112,6 +119,7 @@ def up(
     server_kind: str = DEFAULT_SERVER,
     gpu_mem: int = arch_mod.LAB_GPU_MEM_MIB,
     servers: int = 1,
+    board_kind: str = DEFAULT_BOARD_KIND,
 ) -> LabPlan:
     """Bring the lab to `boards_wanted` boards of `arch`, all SSH-ready; reuses what is up.
 
@@ -124,7 +132,8 @@ def up(
     whose servers change kind is saved and stopped first (`down`), then resumed.
     `gpu_mem` goes into the inventory (provision writes it into each board's config.txt) and
     sets an arm64 board's RAM (1024 MiB less it); a running board of another RAM size is
-    stopped and booted anew.
+    stopped and booted anew. `board_kind` light: the boards are light boards
+    (lightboards.py; for scale only), and a running lab's boards of the other kind are stopped.
     """
     lab_dir = paths.lab_dir()
     # Every option is checked before anything is stopped or started: bad input must leave a
@@ -138,6 +147,7 @@ def up(
         server_kind,
         gpu_mem=gpu_mem,
         servers=servers,
+        board_kind=board_kind,
     )
     if netboot and arch.name != "armhf":
         raise UsageError(f"--netboot with --arch {arch.name}", "diskless boards are armhf")
@@ -164,12 +174,18 @@ def up(
             server_kind,
             gpu_mem=gpu_mem,
             servers=servers,
+            board_kind=board_kind,
         )
-        kern, initrd, base, server_art = build_artifacts(report, arch, netboot > 0, plan.server)
+        if plan.light:
+            lightboards.build_lab(report)
+            server_art = None
+        else:
+            kern, initrd, base, server_art = build_artifacts(report, arch, netboot > 0, plan.server)
         client_pub = seeds.write_identity(plan, power_cycle_command())
         t0 = time.monotonic()
         network.create(plan)
-        state.save(plan.state_file, boards_wanted, root, arch.name, netboot, plan.server, servers)
+        state.save(plan.state_file, boards_wanted, root, plan.arch, netboot, plan.server, servers,
+                   plan.board_kind)  # fmt: skip
         had = int(previous.get("servers") or 1)
         serverhost.start(plan, client_pub, server_art, fresh, report, had)
         _prepare_diskless(plan, client_pub, report)
@@ -178,24 +194,12 @@ def up(
         for extra in _existing_boards(lab_dir):
             if extra.name not in wanted and boards.stop(BoardFiles(extra.dir(lab_dir))):
                 report(f"stopped {extra.name} (not in a lab of {boards_wanted})")
-        machine = boards.Machine(kernel.qemu_image(kern), initrd, arch, plan.gpu_mem)
-        for board in plan.boards:
-            files = BoardFiles(board.dir(lab_dir))
-            if boards.running_pid(files) is not None:
-                memory = machine.memory_mib()
-                if boards.arch_of(files) == arch.name and boards.memory_of(files) == memory:
-                    continue
-                boards.stop(files)
-                report(f"stopped {board.name} (not an {arch.name} board of {memory} MiB)")
-            disk.overlay(base, files.disk, fresh)
-            files.seed.write_bytes(seeds.board_seed(board, files, client_pub))
-            if boot:
-                files.snapshot_marker.unlink(missing_ok=True)
-            if boards.start(board, files, machine):
-                resumed.append(board)
-                report(f"resuming {board.name} at {board.address} from its saved state")
-            else:
-                report(f"booting {board.name} at {board.address}")
+        for extra in _existing_boards(lab_dir, "lb-"):
+            if extra.name not in wanted and lightboards.remove(extra):
+                report(f"removed {extra.name} (not in a lab of {boards_wanted} light boards)")
+        light_pids = lightboards.start_all(plan, client_pub, report) if plan.light else {}
+        if not plan.light:
+            resumed = _start_qemu(plan, (kern, initrd, base), arch, fresh, boot, client_pub, report)
         nfs = {s.name: s for s in plan.nfs}
         hosts = {s.name: s.address for s in plan.all_hosts}
         board_files = {b.name: BoardFiles(b.dir(lab_dir)) for b in plan.boards}
@@ -203,6 +207,8 @@ def up(
         def alive(name: str) -> bool:
             if name in nfs:
                 return serverhost.running_pid(lab_dir, plan.server, nfs[name]) is not None
+            if name in light_pids:  # its container's init, without a docker call per poll
+                return Path(f"/proc/{light_pids[name]}").exists()
             return boards.running_pid(board_files[name]) is not None
 
         def on_ready(name: str, after: float) -> None:
@@ -226,6 +232,40 @@ def up(
                 "`netroot provision boards` (or a rollout) mounts them"
             )
         return plan
+
+
+def _start_qemu(
+    plan: LabPlan,
+    art: tuple[kernel.Kernel, Path, Path],
+    arch: BoardArch,
+    fresh: bool,
+    boot: bool,
+    client_pub: str,
+    report: Report,
+) -> list[BoardPlan]:
+    """Start the QEMU boards not running; the ones resumed from a saved state."""
+    kern, initrd, base = art
+    lab_dir = plan.lab_dir
+    resumed: list[BoardPlan] = []
+    machine = boards.Machine(kernel.qemu_image(kern), initrd, arch, plan.gpu_mem)
+    for board in plan.boards:
+        files = BoardFiles(board.dir(lab_dir))
+        if boards.running_pid(files) is not None:
+            memory = machine.memory_mib()
+            if boards.arch_of(files) == arch.name and boards.memory_of(files) == memory:
+                continue
+            boards.stop(files)
+            report(f"stopped {board.name} (not an {arch.name} board of {memory} MiB)")
+        disk.overlay(base, files.disk, fresh)
+        files.seed.write_bytes(seeds.board_seed(board, files, client_pub))
+        if boot:
+            files.snapshot_marker.unlink(missing_ok=True)
+        if boards.start(board, files, machine):
+            resumed.append(board)
+            report(f"resuming {board.name} at {board.address} from its saved state")
+        else:
+            report(f"booting {board.name} at {board.address}")
+    return resumed
 
 
 def _found_boards(
@@ -256,7 +296,10 @@ def status() -> state.LabStatus:
     saved = state.load(lab_dir / "state.json")
     planned = int(saved.get("boards") or 0)
     found = serverhost.found(lab_dir, saved)
-    found += _found_boards(lab_dir, "board", planned, "pi-", boards.running_pid)
+    if saved.get("board_kind") == "light":
+        found += lightboards.found(lab_dir, planned, _existing_boards(lab_dir, "lb-"))
+    else:
+        found += _found_boards(lab_dir, "board", planned, "pi-", boards.running_pid)
     netboot = int(saved.get("netboot") or 0)
     found += _found_boards(lab_dir, "diskless", netboot, "nb-", diskless.running_pid)
     # Probe every host at once: a busy emulated board can take seconds to answer.
@@ -325,6 +368,9 @@ def down(report: Report, save: bool = True) -> list[str]:
             if diskless.stop(BoardFiles(board.dir(lab_dir))):
                 stopped.append(board.name)
                 report(f"powered off {board.name} (diskless: nothing to save)")
+        for name in lightboards.remove_all():
+            stopped.append(name)
+            report(f"removed {name} (light board: its card goes with it)")
         for name in serverhost.stop_all(lab_dir):
             stopped.append(name)
             report(f"removed {name}")
