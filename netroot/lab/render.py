@@ -98,6 +98,9 @@ def inventory(plan: LabPlan, power_cycle: Sequence[str] = ("false",)) -> dict[st
             "netroot_gpu_mem": plan.gpu_mem,
             "netroot_mac": b.mac,
             **_served_by(plan, b),
+            # A light board's userspace client (nfs-rs) speaks NFSv3 to Ganesha: its NFSv4.1
+            # session setup is refused there (NFS4ERR_BADNAME), docs/lab.md.
+            **({"netroot_board_nfs_version": 3} if plan.light else {}),
         }
         for b in plan.boards
     }

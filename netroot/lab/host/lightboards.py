@@ -156,6 +156,9 @@ def start(plan: LabPlan, board: BoardPlan, seed: bytes) -> bool:
             "--restart", "unless-stopped",  # a reboot: systemd exits, Docker starts it again
             "--device", "/dev/fuse",
             "--tmpfs", "/run:exec,mode=755", "--tmpfs", "/run/lock",
+            # The chroot's writable layers (netroot_board_layer: disk) on a real filesystem:
+            # overlayfs takes no upper dir on the container's own overlay root.
+            "-v", "/var/lib/netroot",
             "--cgroupns", "private",
             LIGHT_IMAGE,
         ],

@@ -76,6 +76,9 @@ def test_a_light_lab_inventory_validates_and_runs_the_light_export(tmp_path: Pat
     hosts = data["all"]["children"]["boards"]["children"]["lab"]["hosts"]
     assert {h["netroot_image"] for h in hosts.values()} == {LIGHT_EXPORT}
     assert hosts["lb-025"]["ansible_host"] == light_plan(25).address
+    assert {h["netroot_board_nfs_version"] for h in hosts.values()} == {3}
+    emulated = render.inventory(make_plan(2, tmp_path))["all"]["children"]["boards"]
+    assert "netroot_board_nfs_version" not in emulated["children"]["lab"]["hosts"]["pi-01"]
 
 
 def test_the_lab_state_remembers_the_board_kind(tmp_path: Path) -> None:
