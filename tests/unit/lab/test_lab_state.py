@@ -32,6 +32,7 @@ def test_state_file_round_trips(tmp_path: Path) -> None:
         "netboot": 0,
         "server": "ganesha",
         "servers": 1,
+        "board_kind": "qemu",
     }
     state.save(f, 2, Path("/srv/x"), server="kernel", servers=2)
     assert (state.load(f)["server"], state.load(f)["servers"]) == ("kernel", 2)
