@@ -11,6 +11,26 @@ for unit in console-getty.service getty@tty1.service systemd-resolved.service \
     systemd-remount-fs.service; do
     ln -sf /dev/null "$T/etc/systemd/system/$unit"
 done
+# Docker binds its own /etc/hostname, /etc/hosts and /etc/resolv.conf over the board's: files
+# that cannot be replaced (netroot writes them with a rename), naming the container, not the
+# board. First thing at boot they go, the seed's own files show again, and the hostname is its.
+cat > "$T/etc/systemd/system/netroot-light-etc.service" <<'CONF'
+[Unit]
+Description=netroot light board: the board's own /etc/hostname, hosts and resolv.conf
+DefaultDependencies=no
+Before=sysinit.target
+
+[Service]
+Type=oneshot
+ExecStart=-/bin/umount /etc/hostname /etc/hosts /etc/resolv.conf
+ExecStart=/bin/hostname -F /etc/hostname
+
+[Install]
+WantedBy=sysinit.target
+CONF
+mkdir -p "$T/etc/systemd/system/sysinit.target.wants"
+ln -sf /etc/systemd/system/netroot-light-etc.service \
+    "$T/etc/systemd/system/sysinit.target.wants/netroot-light-etc.service"
 install -m 0755 /tmp/netroot/mount.nfs "$T/sbin/mount.nfs"
 # nfs-rs from its wheel (a zip: no pip in the image, no network at build time).
 SITE="$T/usr/local/lib/python3.11/dist-packages"
