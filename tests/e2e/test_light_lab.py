@@ -177,7 +177,7 @@ def test_a_rollout_with_three_failing_boards(light_lab: Path, tmp_path: Path) ->
     up = {x.split('board="')[1].split('"')[0]: x.rsplit(" ", 1)[1]
           for x in metrics.splitlines() if x.startswith("netroot_board_up{")}  # fmt: skip
     assert up[UNREACHABLE] == up[HUNG] == "0" and up[SMOKE_FAILS] == "1", metrics[:3000]
-    progress = {x.split('state="')[1].split('"')[0]: x.rsplit(" ", 1)[1]
-                for x in metrics.splitlines() if x.startswith("netroot_rollout_boards{")}  # fmt: skip
+    lines = [x for x in metrics.splitlines() if x.startswith("netroot_rollout_boards{")]
+    progress = {x.split('state="')[1].split('"')[0]: x.rsplit(" ", 1)[1] for x in lines}
     assert progress == {"done": str(len(others)), "failed": "3", "remaining": "0"}, progress
     shutil.rmtree(checks)
