@@ -1,9 +1,9 @@
 """Benchmark: a classroom at scale, on light boards (6, 25, 50 and 100 of them, in one run).
 
-Starts (or grows) the lab to the largest size with light boards (`netroot lab up --board-kind
-light`: a container per board, its NFS client in userspace; docs/lab.md), gives every board its
-first version (the light image, `light`: the boards' first provision: the board role, the boot
-config, the reboot it asks for, the mount), then for each size N, on the first N boards (a
+For each size N in turn, the lab grows to N light boards (`netroot lab up --board-kind light`:
+a container per board, its NFS client in userspace; docs/lab.md), the new boards get their first
+version (the light image, `light`: their first provision: the board role, the boot config, the
+reboot it asks for, the mount; "first", measured over the N boards), then on the N boards (a
 group bench_N of a copy of the lab inventory):
 - rollout: a new version to the N boards in the README's recommended shape (`--canary 1
   --batch 100%`, `--qpu skip`; the image export is part of it), no reboot;
@@ -171,15 +171,18 @@ def main() -> None:
     sizes = sorted(int(s) for s in args.sizes.split(","))
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    up_s = lab_up(max(sizes))
-    print(f"lab up: {max(sizes)} light boards in {up_s:.1f} s", flush=True)
     rows: list[Phase] = []
+    firsts: list[Phase] = []
+    ups: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        inv = inventory_with_groups(sizes, Path(tmp))
-        first = measured(inv, max(sizes), "first", "rollout", BASE, "--group", "boards", *ROLLOUT)
-        print(f"first version on {max(sizes)} boards: {first}", flush=True)
-        for n in sizes:
+        for n in sizes:  # the lab grows to each size in turn: the figures come size by size
+            ups[n] = round(lab_up(n), 1)
+            inv = inventory_with_groups([n], Path(tmp))
             group = f"bench_{n}"
+            # the new boards' first version (the board role, the boot config and its reboot)
+            first = measured(inv, n, "first", "rollout", BASE, "--group", group, *ROLLOUT)
+            firsts.append(first)
+            print(f"lab up to {n} boards {ups[n]} s; first version: {first}", flush=True)
             image = variant(f"bench-{n}")
             for phase, argv in (
                 ("rollout", ("rollout", image, "--group", group, *ROLLOUT)),
@@ -195,8 +198,8 @@ def main() -> None:
         print(f"{r.boards:>6} {r.phase:>8} {r.cpu_s:>8} {r.cpu_per_board:>12.3f} {r.wall_s:>8} "
               f"{r.max_rss_mib:>8} {r.written_mib:>12}")  # fmt: skip
     result = {
-        "lab_up_s": round(up_s, 1),
-        "first": asdict(first),
+        "lab_up_s": ups,
+        "first": [asdict(f) for f in firsts],
         "rows": [asdict(r) for r in rows],
         "ratios": ratios(rows, sizes),
         "goals": {"cpu_per_board_ratio_max": 1.2, "status_s_max": 5, "rollout_s_max": 600},
