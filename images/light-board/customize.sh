@@ -14,6 +14,8 @@ done
 # Docker binds its own /etc/hostname, /etc/hosts and /etc/resolv.conf over the board's: files
 # that cannot be replaced (netroot writes them with a rename), naming the container, not the
 # board. First thing at boot they go, the seed's own files show again, and the hostname is its.
+# It also writes this boot's id (/run is new at every start of the container): the kernel's
+# boot_id is the host's, so a reboot is told by this one (netroot_board_boot_id_command).
 cat > "$T/etc/systemd/system/netroot-light-etc.service" <<'CONF'
 [Unit]
 Description=netroot light board: the board's own /etc/hostname, hosts and resolv.conf
@@ -24,6 +26,7 @@ Before=sysinit.target
 Type=oneshot
 ExecStart=-/bin/umount /etc/hostname /etc/hosts /etc/resolv.conf
 ExecStart=/bin/hostname -F /etc/hostname
+ExecStart=/bin/sh -c 'cat /proc/sys/kernel/random/uuid > /run/netroot-boot-id'
 
 [Install]
 WantedBy=sysinit.target

@@ -101,6 +101,9 @@ def inventory(plan: LabPlan, power_cycle: Sequence[str] = ("false",)) -> dict[st
             # A light board's userspace client (nfs-rs) speaks NFSv3 to Ganesha: its NFSv4.1
             # session setup is refused there (NFS4ERR_BADNAME), docs/lab.md.
             **({"netroot_board_nfs_version": 3} if plan.light else {}),
+            # The kernel's boot_id is the host's, the same across a container's restarts: a
+            # light board's reboot is told by the id its boot writes (images/light-board).
+            **({"netroot_board_boot_id_command": "cat /run/netroot-boot-id"} if plan.light else {}),
         }
         for b in plan.boards
     }
