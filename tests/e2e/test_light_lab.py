@@ -124,7 +124,10 @@ def test_a_rollout_with_three_failing_boards(light_lab: Path, tmp_path: Path) ->
     checks.mkdir()
     (checks / "test_classroom_policy.py").write_text(
         "def test_lb005_refuses_this_version(host):\n"
-        "    assert host.backend.get_hostname() != 'lb-005', 'lb-005 does not accept it'\n"
+        "    stamp = host.file('/etc/netroot-stamp')\n"
+        "    bad = host.backend.get_hostname() == 'lb-005' and stamp.exists and "
+        "stamp.content_string.strip() == 'e2e-light-new'\n"
+        "    assert not bad, 'lb-005 does not accept e2e-light-new'\n"
     )
     new_image = _variant("e2e-light-new")
     _docker("stop", f"netroot-lab-{UNREACHABLE}")  # powered off: the rollout cannot reach it
