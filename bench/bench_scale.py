@@ -128,7 +128,7 @@ def inventory_with_groups(sizes: list[int], where: Path) -> Path:
     children = data["all"]["children"]["boards"].setdefault("children", {}) or {}
     data["all"]["children"]["boards"]["children"] = children
     for n in sizes:
-        children[f"bench_{n}"] = {"hosts": {b: None for b in boards[:n]}}
+        children[f"bench_{n}"] = {"hosts": {str(b): None for b in boards[:n]}}
     path = where / "inventory.yml"
     path.write_text(yaml.safe_dump(data))
     return path
