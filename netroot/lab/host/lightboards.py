@@ -204,9 +204,24 @@ def build_lab(report: Report) -> None:
     build(cache, report)
 
 
+# Each board's systemd takes inotify instances of the host's per-user budget (Linux's default
+# 128: systemd in the 43rd board failed to start, exit 255, over and over).
+INOTIFY = Path("/proc/sys/fs/inotify/max_user_instances")
+INOTIFY_PER_BOARD = 16
+
+
+def _inotify_for(boards: int, report: Report) -> None:
+    want = 256 + INOTIFY_PER_BOARD * boards
+    have = int(INOTIFY.read_text())
+    if have < want:
+        INOTIFY.write_text(f"{want}\n")
+        report(f"fs.inotify.max_user_instances {have} -> {want} (systemd in {boards} boards)")
+
+
 def start_all(plan: LabPlan, client_pub: str, report: Report) -> dict[str, int]:
     """Start every light board not running (several at a time: each is a few docker calls);
     their containers' init PIDs by board name."""
+    _inotify_for(len(plan.boards), report)
 
     def one(board: BoardPlan) -> None:
         files = BoardFiles(board.dir(plan.lab_dir))
