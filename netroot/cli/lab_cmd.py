@@ -37,6 +37,13 @@ class Arch(StrEnum):
     ARM64 = "arm64"
 
 
+class BoardKind(StrEnum):
+    """--board-kind (netroot.lab.plan.BOARD_KINDS)."""
+
+    QEMU = "qemu"
+    LIGHT = "light"
+
+
 class ServerKind(StrEnum):
     """--server (netroot.lab.plan.SERVER_KINDS, checked by a test)."""
 
@@ -61,7 +68,12 @@ def _reporter(ctx: typer.Context) -> tuple[context.AppContext, float]:
 def up_cmd(
     ctx: typer.Context,
     boards: int = typer.Option(
-        2, "--boards", "-n", min=0, max=32, help="How many boards (0 only with --netboot)."
+        2,
+        "--boards",
+        "-n",
+        min=0,
+        max=100,
+        help="How many boards (0 only with --netboot; up to 32 QEMU boards, 100 light ones).",
     ),
     fresh: bool = typer.Option(False, "--fresh", help="Start boards from a clean SD-card disk."),
     boot: bool = typer.Option(
@@ -105,6 +117,13 @@ def up_cmd(
         help="How many NFS servers (nfs-01, nfs-02, ...): the boards are dealt out in turn, "
         "each mounting or booting from its own (netroot_nfs_server in the inventory).",
     ),
+    board_kind: BoardKind = typer.Option(
+        BoardKind.QEMU,
+        "--board-kind",
+        help="qemu: emulated ARM boards (the faithful ones); light: a container per board "
+        "(x86, SD mode, a userspace NFS client), for scale only: docs/lab.md says what it "
+        "does not model.",
+    ),
     gpu_mem: int = typer.Option(
         LAB_GPU_MEM_MIB,
         "--gpu-mem",
@@ -125,7 +144,8 @@ def up_cmd(
         app.out.info(f"[cyan]{time.monotonic() - t0:6.1f}s[/cyan] {escape(msg)}", markup=True)
 
     if arm64 is None:
-        arm64 = 1 if arch is Arch.ARMHF and boards >= 2 else 0
+        light = board_kind is BoardKind.LIGHT  # light boards are amd64, none is 64-bit ARM
+        arm64 = 1 if arch is Arch.ARMHF and boards >= 2 and not light else 0
     plan = service.up(
         boards,
         report,
@@ -138,6 +158,7 @@ def up_cmd(
         gpu_mem=gpu_mem,
         servers=servers,
         arm64=arm64,
+        board_kind=board_kind.value,
     )
     app.out.info(f"inventory: {plan.lab_dir / 'inventory.yml'}")
 

@@ -20,6 +20,15 @@ FIRST_BOARD = 11  # pi-01 is 10.77.0.11
 MAX_BOARDS = 32
 FIRST_NETBOOT = 51  # nb-01, the first diskless board, is 10.77.0.51
 MAX_NETBOOT = 8
+FIRST_LIGHT = 101  # lb-001, the first light board, is 10.77.0.101
+MAX_LIGHT = 100
+# What `--boards N` starts: QEMU ARM boards (the faithful ones, the default), or light boards,
+# a container each (netroot/lab/host/lightboards.py), for scale only.
+BOARD_KINDS = ("qemu", "light")
+DEFAULT_BOARD_KIND = "qemu"
+LIGHT_IMAGE = "netroot-lab/light-board:bookworm"  # a light board's own OS
+LIGHT_VERSION_IMAGE = "netroot-lab/light:bookworm"  # what light boards run (export "light")
+LIGHT_EXPORT = "light"
 SERVER_INTERFACE = "eth0"  # nfs-01's link to the lab bridge (dnsmasq listens there)
 TFTP_ROOT = "/srv/netroot-tftp"  # nfs-01's TFTP root (the server role's default)
 HOST_VETH = "nr-host"  # host side; its peer in the lab namespace is nr-host-br
@@ -131,6 +140,12 @@ class LabPlan:
     server: str = DEFAULT_SERVER  # one of SERVER_KINDS: what every server of the lab runs
     servers: tuple[ServerPlan, ...] = ()  # nfs-01.., each serving its share of the boards
     gpu_mem: int = LAB_GPU_MEM_MIB  # netroot_gpu_mem of every disk board (config.txt, RAM)
+    board_kind: str = DEFAULT_BOARD_KIND  # what `boards` are: one of BOARD_KINDS
+
+    @property
+    def light(self) -> bool:
+        """Light boards (containers, for scale only) instead of the QEMU ones."""
+        return self.board_kind == "light"
 
     @property
     def nfs(self) -> tuple[ServerPlan, ...]:
@@ -217,6 +232,12 @@ def board_plan(index: int) -> BoardPlan:
     return _plan(index, "board", "pi", FIRST_BOARD, MAX_BOARDS, "nrtap")
 
 
+def light_plan(index: int) -> BoardPlan:
+    """Light board `index` (1-based): lb-NNN at 10.77.0.(100+N); its veth is nrlbN."""
+    plan = _plan(index, "light board", "lb", FIRST_LIGHT, MAX_LIGHT, "nrlb")
+    return replace(plan, name=f"lb-{index:03d}")
+
+
 def netboot_plan(index: int) -> BoardPlan:
     """Diskless board `index` (1-based): nb-NN at 10.77.0.(50+N), serial 4e420000 + N."""
     plan = _plan(index, "diskless board", "nb", FIRST_NETBOOT, MAX_NETBOOT, "nrnb")
@@ -233,11 +254,13 @@ def make_plan(
     gpu_mem: int = LAB_GPU_MEM_MIB,
     servers: int = 1,
     arm64: int = 0,
+    board_kind: str = DEFAULT_BOARD_KIND,
 ) -> LabPlan:
-    """The plan for `boards` boards and `netboot` diskless ones under `lab_dir`, split over
-    `servers` NFS servers. With `arch` armhf, the last `arm64` boards are 64-bit ones (a real
-    lab mixes both OSes on the same 3Bs): the highest numbers, so the 32-bit canary pi-01 and
-    the boards before them stay what they were."""
+    """The plan for `boards` boards (of `board_kind`) and `netboot` diskless ones under
+    `lab_dir`, split over `servers` NFS servers. With `arch` armhf, the last `arm64` QEMU boards
+    are 64-bit ones (a real lab mixes both OSes on the same 3Bs): the highest numbers, so the
+    32-bit canary pi-01 and the boards before them stay what they were. Light boards are all
+    amd64 (docs/lab.md)."""
     low, high = GPU_MEM_RANGE
     if not low <= gpu_mem <= high:
         raise UsageError(
@@ -252,7 +275,21 @@ def make_plan(
         )
     if not 0 <= netboot <= MAX_NETBOOT:
         raise UsageError(f"--netboot {netboot}: expected 0..{MAX_NETBOOT}")
-    if boards < (0 if netboot else 1) or boards > MAX_BOARDS:
+    if board_kind not in BOARD_KINDS:
+        raise UsageError(f"--board-kind {board_kind}: unknown", f"use {' or '.join(BOARD_KINDS)}")
+    light = board_kind == "light"
+    if light and (netboot or server != "ganesha"):
+        raise UsageError(
+            "--board-kind light with --netboot or --server kernel",
+            "light boards are SD-mode boards served by --server ganesha",
+        )
+    if light and arm64:
+        raise UsageError(
+            f"--arm64 {arm64} with --board-kind light", "light boards are amd64: use --arm64 0"
+        )
+    if light and not 1 <= boards <= MAX_LIGHT:
+        raise UsageError(f"--boards {boards}: expected 1..{MAX_LIGHT} light boards")
+    if not light and (boards < (0 if netboot else 1) or boards > MAX_BOARDS):
         raise UsageError(f"--boards {boards}: expected 1..{MAX_BOARDS} (0 with --netboot)")
     if not 1 <= servers <= MAX_SERVERS:
         raise UsageError(f"--servers {servers}: expected 1..{MAX_SERVERS}")
@@ -271,14 +308,17 @@ def make_plan(
         lab_dir=lab_dir,
         export_root=root,
         boards=tuple(
-            replace(board_plan(i), arch="arm64" if i > boards - arm64 else arch)
+            light_plan(i)
+            if light
+            else replace(board_plan(i), arch="arm64" if i > boards - arm64 else arch)
             for i in range(1, boards + 1)
         ),
-        arch=arch,
+        arch="amd64" if light else arch,
         netboot=tuple(netboot_plan(i) for i in range(1, netboot + 1)),
         server=server,
         gpu_mem=gpu_mem,
         servers=tuple(server_plan(i, root, server) for i in range(1, servers + 1)),
+        board_kind=board_kind,
     )
 
 

@@ -189,4 +189,32 @@ RASPBIAN_TORCH = Recipe(
     ),
 )
 
-ALL = (BOARD, BOARD_ARM64, SERVER, SERVER_VM, RASPBIAN, RASPBIAN_TORCH)
+# A light board (`lab up --board-kind light`, for scale only): a privileged container of the
+# host's own arch booting systemd, the same stock `pi` login and /boot/firmware as the emulated
+# boards. No kernel NFS client exists on this host (a Firecracker guest's kernel without one), so
+# its NFS client is userspace: nfs-rs (PyPI, installed from its wheel by the image build) under
+# FUSE (python3-pyfuse3, fuse3) as /sbin/mount.nfs (images/light-board/mount.nfs).
+LIGHT_BOARD = Recipe(
+    "light-board-rootfs",
+    "amd64",
+    "minbase",
+    (
+        "systemd-sysv",
+        "dbus",
+        "openssh-server",
+        "python3",
+        "python3-pyfuse3",
+        "fuse3",
+        "kmod",
+        "iproute2",
+        "procps",
+        "netbase",
+        "sudo",
+    ),
+)
+
+# What a light board's version runs: an amd64 stand-in for the Raspbian one (python3 and numpy),
+# native on the host like the light board itself.
+LIGHT_VERSION = Recipe("light-version-rootfs", "amd64", "minbase", ("python3", "python3-numpy"))
+
+ALL = (BOARD, BOARD_ARM64, SERVER, SERVER_VM, RASPBIAN, RASPBIAN_TORCH, LIGHT_BOARD, LIGHT_VERSION)

@@ -11,6 +11,7 @@ import yaml
 from netroot.lab.plan import (
     ARM64_EXPORT,
     BOARD_USER,
+    LIGHT_EXPORT,
     NETBOOT_EXPORT,
     SERVER_INTERFACE,
     SUBNET,
@@ -91,7 +92,11 @@ def inventory(plan: LabPlan, power_cycle: Sequence[str] = ("false",)) -> dict[st
             "ansible_host": b.address,
             "netroot_address": b.address,
             # A mixed lab's 64-bit boards take their image from their group (below).
-            **({} if mixed and b.arch == "arm64" else {"netroot_image": "raspbian"}),
+            **(
+                {}
+                if mixed and b.arch == "arm64"
+                else {"netroot_image": LIGHT_EXPORT if plan.light else "raspbian"}
+            ),
             "netroot_qpu": False,
             # No VideoCore here, but the boot config is managed as on a real QPU board, so
             # that path (config.txt, reboot, back on its version) runs in the lab.
@@ -100,6 +105,12 @@ def inventory(plan: LabPlan, power_cycle: Sequence[str] = ("false",)) -> dict[st
             "netroot_gpu_mem": plan.gpu_mem,
             "netroot_mac": b.mac,
             **_served_by(plan, b),
+            # A light board's userspace client (nfs-rs) speaks NFSv3 to Ganesha: its NFSv4.1
+            # session setup is refused there (NFS4ERR_BADNAME), docs/lab.md.
+            **({"netroot_board_nfs_version": 3} if plan.light else {}),
+            # The kernel's boot_id is the host's, the same across a container's restarts: a
+            # light board's reboot is told by the id its boot writes (images/light-board).
+            **({"netroot_board_boot_id_command": "cat /run/netroot-boot-id"} if plan.light else {}),
         }
         for b in plan.boards
     }

@@ -60,6 +60,7 @@ def save(
     server: str = "ganesha",
     servers: int = 1,
     arm64: int = 0,
+    board_kind: str = "qemu",
 ) -> None:
     """Record the lab's size, arch, servers (kind and number) and export root (processes are
     found by their pidfiles)."""
@@ -73,6 +74,7 @@ def save(
         "server": server,
         "servers": servers,
         "arm64": arm64,
+        "board_kind": board_kind,
     }
     tmp.write_text(json.dumps(record, indent=2))
     tmp.rename(path)

@@ -22,23 +22,27 @@ from netroot.lab.host import (
     disk,
     diskless,
     kernel,
+    lightboards,
     network,
     ready,
     seeds,
     server,
     serverhost,
 )
+from netroot.lab.host.artifacts import Boot
 from netroot.lab.host.artifacts import build_artifacts as build_artifacts  # re-exported
 from netroot.lab.host.artifacts import check_environment as check_environment  # re-exported
 from netroot.lab.host.boards import BoardFiles
 from netroot.lab.plan import (
     BOARD_USER,
+    DEFAULT_BOARD_KIND,
     DEFAULT_SERVER,
     NETNS,
     SERVER_KINDS,
     BoardPlan,
     LabPlan,
     board_plan,
+    light_plan,
     make_plan,
     netboot_plan,
 )
@@ -64,7 +68,11 @@ def power_cycle_command() -> list[str]:
 
 
 # Each kind of board by its name's prefix: how board N of that kind is planned.
-_PLANS: dict[str, Callable[[int], BoardPlan]] = {"pi-": board_plan, "nb-": netboot_plan}
+_PLANS: dict[str, Callable[[int], BoardPlan]] = {
+    "pi-": board_plan,
+    "nb-": netboot_plan,
+    "lb-": light_plan,
+}
 
 
 def _existing_boards(lab_dir: Path, prefix: str = "pi-") -> list[BoardPlan]:
@@ -113,6 +121,7 @@ def up(
     gpu_mem: int = arch_mod.LAB_GPU_MEM_MIB,
     servers: int = 1,
     arm64: int = 0,
+    board_kind: str = DEFAULT_BOARD_KIND,
 ) -> LabPlan:
     """Bring the lab to `boards_wanted` boards of `arch`, all SSH-ready; reuses what is up.
     With `arch` armhf, the last `arm64` of them are 64-bit boards (the torch image's).
@@ -126,7 +135,8 @@ def up(
     whose servers change kind is saved and stopped first (`down`), then resumed.
     `gpu_mem` goes into the inventory (provision writes it into each board's config.txt) and
     sets an arm64 board's RAM (1024 MiB less it); a running board of another RAM size is
-    stopped and booted anew.
+    stopped and booted anew. `board_kind` light: the boards are light boards
+    (lightboards.py; for scale only), and a running lab's boards of the other kind are stopped.
     """
     lab_dir = paths.lab_dir()
     # Every option is checked before anything is stopped or started: bad input must leave a
@@ -141,6 +151,7 @@ def up(
         gpu_mem=gpu_mem,
         servers=servers,
         arm64=arm64,
+        board_kind=board_kind,
     )
     if netboot and arch.name != "armhf":
         raise UsageError(f"--netboot with --arch {arch.name}", "diskless boards are armhf")
@@ -168,15 +179,20 @@ def up(
             gpu_mem=gpu_mem,
             servers=servers,
             arm64=arm64,
+            board_kind=board_kind,
         )
-        kinds = [arch_mod.by_name(a) for a in plan.arches]
-        boot_of, server_art = build_artifacts(report, kinds, netboot > 0, plan.server)
+        if plan.light:
+            lightboards.build_lab(report)
+            boot_of: dict[str, Boot] = {}
+            server_art = None
+        else:
+            kinds = [arch_mod.by_name(a) for a in plan.arches]
+            boot_of, server_art = build_artifacts(report, kinds, netboot > 0, plan.server)
         client_pub = seeds.write_identity(plan, power_cycle_command())
         t0 = time.monotonic()
         network.create(plan)
-        state.save(
-            plan.state_file, boards_wanted, root, arch.name, netboot, plan.server, servers, arm64
-        )
+        state.save(plan.state_file, boards_wanted, root, plan.arch, netboot, plan.server, servers,
+                   arm64, plan.board_kind)  # fmt: skip
         had = int(previous.get("servers") or 1)
         serverhost.start(plan, client_pub, server_art, fresh, report, had)
         _prepare_diskless(plan, client_pub, report)
@@ -185,26 +201,12 @@ def up(
         for extra in _existing_boards(lab_dir):
             if extra.name not in wanted and boards.stop(BoardFiles(extra.dir(lab_dir))):
                 report(f"stopped {extra.name} (not in a lab of {boards_wanted})")
-        for board in plan.boards:
-            files = BoardFiles(board.dir(lab_dir))
-            kind, boot_files = arch_mod.by_name(board.arch), boot_of[board.arch]
-            kern = kernel.qemu_image(boot_files.kernel)
-            machine = boards.Machine(kern, boot_files.initrd, kind, plan.gpu_mem)
-            if boards.running_pid(files) is not None:
-                memory = machine.memory_mib()
-                if boards.arch_of(files) == kind.name and boards.memory_of(files) == memory:
-                    continue
-                boards.stop(files)
-                report(f"stopped {board.name} (not an {kind.name} board of {memory} MiB)")
-            disk.overlay(boot_files.base, files.disk, fresh)  # a new base: a new disk
-            files.seed.write_bytes(seeds.board_seed(board, files, client_pub))
-            if boot:
-                files.snapshot_marker.unlink(missing_ok=True)
-            if boards.start(board, files, machine):
-                resumed.append(board)
-                report(f"resuming {board.name} at {board.address} from its saved state")
-            else:
-                report(f"booting {board.name} at {board.address}")
+        for extra in _existing_boards(lab_dir, "lb-"):
+            if extra.name not in wanted and lightboards.remove(extra):
+                report(f"removed {extra.name} (not in a lab of {boards_wanted} light boards)")
+        light_pids = lightboards.start_all(plan, client_pub, report) if plan.light else {}
+        if not plan.light:
+            resumed = _start_qemu(plan, boot_of, fresh, boot, client_pub, report)
         nfs = {s.name: s for s in plan.nfs}
         hosts = {s.name: s.address for s in plan.all_hosts}
         board_files = {b.name: BoardFiles(b.dir(lab_dir)) for b in plan.boards}
@@ -212,6 +214,8 @@ def up(
         def alive(name: str) -> bool:
             if name in nfs:
                 return serverhost.running_pid(lab_dir, plan.server, nfs[name]) is not None
+            if name in light_pids:  # its container's init, without a docker call per poll
+                return Path(f"/proc/{light_pids[name]}").exists()
             return boards.running_pid(board_files[name]) is not None
 
         def on_ready(name: str, after: float) -> None:
@@ -235,6 +239,41 @@ def up(
                 "`netroot provision boards` (or a rollout) mounts them"
             )
         return plan
+
+
+def _start_qemu(
+    plan: LabPlan,
+    boot_of: dict[str, Boot],
+    fresh: bool,
+    boot: bool,
+    client_pub: str,
+    report: Report,
+) -> list[BoardPlan]:
+    """Start the QEMU boards not running, each of its own arch; the ones resumed from a saved
+    state."""
+    lab_dir = plan.lab_dir
+    resumed: list[BoardPlan] = []
+    for board in plan.boards:
+        files = BoardFiles(board.dir(lab_dir))
+        kind, boot_files = arch_mod.by_name(board.arch), boot_of[board.arch]
+        kern = kernel.qemu_image(boot_files.kernel)
+        machine = boards.Machine(kern, boot_files.initrd, kind, plan.gpu_mem)
+        if boards.running_pid(files) is not None:
+            memory = machine.memory_mib()
+            if boards.arch_of(files) == kind.name and boards.memory_of(files) == memory:
+                continue
+            boards.stop(files)
+            report(f"stopped {board.name} (not an {kind.name} board of {memory} MiB)")
+        disk.overlay(boot_files.base, files.disk, fresh)  # a new base: a new disk
+        files.seed.write_bytes(seeds.board_seed(board, files, client_pub))
+        if boot:
+            files.snapshot_marker.unlink(missing_ok=True)
+        if boards.start(board, files, machine):
+            resumed.append(board)
+            report(f"resuming {board.name} at {board.address} from its saved state")
+        else:
+            report(f"booting {board.name} at {board.address}")
+    return resumed
 
 
 def _found_boards(
@@ -265,7 +304,10 @@ def status() -> state.LabStatus:
     saved = state.load(lab_dir / "state.json")
     planned = int(saved.get("boards") or 0)
     found = serverhost.found(lab_dir, saved)
-    found += _found_boards(lab_dir, "board", planned, "pi-", boards.running_pid)
+    if saved.get("board_kind") == "light":
+        found += lightboards.found(lab_dir, planned, _existing_boards(lab_dir, "lb-"))
+    else:
+        found += _found_boards(lab_dir, "board", planned, "pi-", boards.running_pid)
     netboot = int(saved.get("netboot") or 0)
     found += _found_boards(lab_dir, "diskless", netboot, "nb-", diskless.running_pid)
     # Probe every host at once: a busy emulated board can take seconds to answer.
@@ -334,6 +376,9 @@ def down(report: Report, save: bool = True) -> list[str]:
             if diskless.stop(BoardFiles(board.dir(lab_dir))):
                 stopped.append(board.name)
                 report(f"powered off {board.name} (diskless: nothing to save)")
+        for name in lightboards.remove_all():
+            stopped.append(name)
+            report(f"removed {name} (light board: its card goes with it)")
         for name in serverhost.stop_all(lab_dir):
             stopped.append(name)
             report(f"removed {name}")

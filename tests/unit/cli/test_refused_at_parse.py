@@ -29,7 +29,8 @@ REFUSED = [
     (("lab", "up", "--arch", "x86"), "--arch"),
     (("lab", "up", "--server", "nfsd"), "--server"),
     (("lab", "up", "--gpu-mem", "16"), "--gpu-mem"),
-    (("lab", "up", "--boards", "33"), "--boards"),
+    (("lab", "up", "--boards", "101"), "--boards"),
+    (("lab", "up", "--board-kind", "tiny"), "--board-kind"),
     (("lab", "build", "--arch", "riscv"), "--arch"),
 ]
 

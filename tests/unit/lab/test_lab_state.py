@@ -33,6 +33,7 @@ def test_state_file_round_trips(tmp_path: Path) -> None:
         "server": "ganesha",
         "servers": 1,
         "arm64": 0,
+        "board_kind": "qemu",
     }
     state.save(f, 2, Path("/srv/x"), server="kernel", servers=2, arm64=1)
     assert state.load(f)["arm64"] == 1

@@ -1,0 +1,211 @@
+"""Benchmark: a classroom at scale, on light boards (6, 25, 50 and 100 of them, in one run).
+
+For each size N in turn, the lab grows to N light boards (`netroot lab up --board-kind light`:
+a container per board, its NFS client in userspace; docs/lab.md), the new boards get their first
+version (the light image, `light`: their first provision: the board role, the boot config, the
+reboot it asks for, the mount; "first", measured over the N boards), then on the N boards (a
+group bench_N of a copy of the lab inventory):
+- rollout: a new version to the N boards in the README's recommended shape (`--canary 1
+  --batch 100%`, `--qpu skip`; the image export is part of it), no reboot;
+- status: `netroot status bench_N`;
+- smoke: `netroot smoke bench_N --qpu skip`.
+
+For each phase: the controller's CPU (netroot, Ansible, ssh, pytest: the whole process tree of
+the command, RUSAGE_CHILDREN, with this process a child subreaper so the ssh masters Ansible
+leaves behind are counted too; the boards are containers started by dockerd, not descendants,
+and are not counted), wall time, the peak RSS of its largest process, and the bytes it wrote to
+disk (ru_oublock); then the ratios between sizes. Goals: controller CPU per board at 100 no
+more than 1.2x that at 6; status of 100 under 5 s; a rollout (no reboot) to 100 under 10 min.
+
+Run (the lab is the caller's: take its lock, and take the lab down after):
+  flock /tmp/netroot-lab.lock bash -c '.venv/bin/python -m bench.bench_scale --sizes 6,25,50,100;
+  .venv/bin/python -m netroot lab down'
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import yaml
+
+BASE = "netroot-lab/light:bookworm"
+NETROOT = [sys.executable, "-m", "netroot"]
+PR_SET_CHILD_SUBREAPER = 36
+ROLLOUT = ("--name", "light", "--canary", "1", "--batch", "100%", "--yes", "--qpu", "skip")
+
+
+@dataclass(frozen=True)
+class Phase:
+    boards: int
+    phase: str
+    cpu_s: float
+    wall_s: float
+    max_rss_mib: float
+    written_mib: float
+
+    @property
+    def cpu_per_board(self) -> float:
+        return self.cpu_s / self.boards
+
+
+def _children() -> resource.struct_rusage:
+    return resource.getrusage(resource.RUSAGE_CHILDREN)
+
+
+def _reap_orphans() -> None:
+    """Stop and reap what a command left behind (ssh masters re-parented to us)."""
+    me = os.getpid()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me:
+            os.kill(int(stat.parent.name), signal.SIGTERM)
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def measured(
+    inventory: Path, boards: int, phase: str, *args: str, ok: tuple[int, ...] = (0,)
+) -> Phase:
+    """One netroot command, measured (see the module's docstring)."""
+    env = {**os.environ, "NO_COLOR": "1", "NETROOT_INVENTORY": str(inventory)}
+    _reap_orphans()
+    before, wall0 = _children(), time.monotonic()
+    proc = subprocess.run([*NETROOT, "-q", *args], capture_output=True, text=True, env=env)
+    wall = time.monotonic() - wall0
+    _reap_orphans()
+    after = _children()
+    if proc.returncode not in ok:
+        sys.exit(f"netroot {' '.join(args)} failed ({proc.returncode}): {proc.stderr[-1500:]}")
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return Phase(
+        boards=boards,
+        phase=phase,
+        cpu_s=round(cpu, 2),
+        wall_s=round(wall, 1),
+        # ru_maxrss of the children: the largest one so far (KiB), not a sum
+        max_rss_mib=round(after.ru_maxrss / 1024, 1),
+        written_mib=round((after.ru_oublock - before.ru_oublock) * 512 / 2**20, 1),
+    )
+
+
+def variant(tag: str) -> str:
+    """The light image plus a stamp: a new version of it (built locally, never pulled)."""
+    ref = f"{BASE.rpartition(':')[0]}:{tag}"
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "Dockerfile").write_text(f"FROM {BASE}\nCOPY stamp /etc/netroot-bench-stamp\n")
+        Path(tmp, "stamp").write_text(f"{tag}\n")
+        subprocess.run(["docker", "build", "--pull=false", "-q", "-t", ref, tmp],
+                       check=True, capture_output=True)  # fmt: skip
+    return ref
+
+
+def inventory_with_groups(sizes: list[int], where: Path) -> Path:
+    """A copy of the lab inventory with a group bench_N of the first N boards for each size."""
+    from netroot import inventory, paths
+
+    source = paths.lab_inventory()
+    boards = list(inventory.load(source).boards)
+    if len(boards) < max(sizes):
+        sys.exit(f"the lab has {len(boards)} boards; expected {max(sizes)}")
+    data = yaml.safe_load(source.read_text())
+    children = data["all"]["children"]["boards"].setdefault("children", {}) or {}
+    data["all"]["children"]["boards"]["children"] = children
+    for n in sizes:
+        children[f"bench_{n}"] = {"hosts": {str(b): None for b in boards[:n]}}
+    path = where / "inventory.yml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def lab_up(boards: int) -> float:
+    from netroot import paths
+
+    env = {**os.environ, "NO_COLOR": "1", "NETROOT_INVENTORY": str(paths.lab_inventory())}
+    t0 = time.monotonic()
+    argv = [*NETROOT, "lab", "up", "--board-kind", "light", "--boards", str(boards)]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        sys.exit(f"lab up failed ({proc.returncode}): {proc.stderr[-1500:]}")
+    return time.monotonic() - t0
+
+
+def ratios(rows: list[Phase], sizes: list[int]) -> list[dict[str, object]]:
+    """Per phase: CPU per board and wall at each size against the smallest size."""
+    out: list[dict[str, object]] = []
+    small = min(sizes)
+    for phase in ("rollout", "status", "smoke"):
+        by_size = {r.boards: r for r in rows if r.phase == phase}
+        base = by_size[small]
+        for n in sizes:
+            r = by_size[n]
+            out.append({
+                "phase": phase, "boards": n,
+                "cpu_per_board_ratio": round(r.cpu_per_board / max(base.cpu_per_board, 1e-9), 2),
+                "wall_ratio": round(r.wall_s / max(base.wall_s, 1e-9), 2),
+                "boards_ratio": round(n / small, 2),
+            })  # fmt: skip
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="6,25,50,100")
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    rows: list[Phase] = []
+    firsts: list[Phase] = []
+    ups: dict[int, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:  # the lab grows to each size in turn: the figures come size by size
+            ups[n] = round(lab_up(n), 1)
+            inv = inventory_with_groups([n], Path(tmp))
+            group = f"bench_{n}"
+            # the new boards' first version (the board role, the boot config and its reboot)
+            first = measured(inv, n, "first", "rollout", BASE, "--group", group, *ROLLOUT)
+            firsts.append(first)
+            print(f"lab up to {n} boards {ups[n]} s; first version: {first}", flush=True)
+            image = variant(f"bench-{n}")
+            for phase, argv in (
+                ("rollout", ("rollout", image, "--group", group, *ROLLOUT)),
+                ("status", ("status", group)),
+                ("smoke", ("smoke", group, "--qpu", "skip")),
+            ):
+                row = measured(inv, n, phase, *argv)
+                rows.append(row)
+                print(f"{row}  cpu/board {row.cpu_per_board:.3f} s", flush=True)
+    print(f"{'boards':>6} {'phase':>8} {'cpu s':>8} {'cpu s/board':>12} {'wall s':>8} "
+          f"{'rss MiB':>8} {'written MiB':>12}")  # fmt: skip
+    for r in rows:
+        print(f"{r.boards:>6} {r.phase:>8} {r.cpu_s:>8} {r.cpu_per_board:>12.3f} {r.wall_s:>8} "
+              f"{r.max_rss_mib:>8} {r.written_mib:>12}")  # fmt: skip
+    result = {
+        "lab_up_s": ups,
+        "first": [asdict(f) for f in firsts],
+        "rows": [asdict(r) for r in rows],
+        "ratios": ratios(rows, sizes),
+        "goals": {"cpu_per_board_ratio_max": 1.2, "status_s_max": 5, "rollout_s_max": 600},
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
