@@ -80,6 +80,7 @@ def light_lab() -> Iterator[Path]:
             netboot=int(before.get("netboot") or 0),
             server_kind=str(before.get("server") or "ganesha"),
             servers=int(before.get("servers") or 1),
+            arm64=int(before.get("arm64") or 0),
         )
 
 
