@@ -113,7 +113,7 @@ SERVER = Recipe(
         # /etc/services: without it rpcbind finds no "sunrpc" port and listens on its unix
         # socket only, so an NFSv3 client (a diskless board's root) cannot find mountd.
         "netbase",
-        # A remote export root: the control host rsyncs versions in (netroot.export.remote).
+        # A remote export root: the control host rsyncs versions in (netroot.export.serverroot).
         "rsync",
     ),
 )

@@ -57,7 +57,7 @@ def _server(plan: LabPlan, srv: ServerPlan) -> dict[str, Any]:
     if plan.server == "kernel":
         # A server of its own, as a Debian server is met: a sudo user, root refused. Its
         # export root is its own disk, a path on the server: exports, the fleet state and the
-        # writer's lock go there over SSH (netroot.export.remote, netroot.fleet.remote).
+        # writer's lock go there over SSH (netroot.export.serverroot, netroot.fleet.where).
         server.update(
             ansible_user=plan.server_user,
             ansible_become=True,

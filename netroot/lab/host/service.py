@@ -123,8 +123,8 @@ def up(
     arm64: int = 0,
     board_kind: str = DEFAULT_BOARD_KIND,
 ) -> LabPlan:
-    """Bring the lab to `boards_wanted` boards of `arch`, all SSH-ready; reuses what is up.
-    With `arch` armhf, the last `arm64` of them are 64-bit boards (the torch image's).
+    """Bring the lab to `boards_wanted` boards of `arch` (armhf: the last `arm64` of them 64-bit,
+    the torch image's), all SSH-ready; reuses what is up.
 
     A board with a saved state (from `lab down`) taken of the same machine resumes from it
     unless `boot`; `fresh` also gives every board a clean disk. A running board of another
@@ -197,7 +197,6 @@ def up(
         serverhost.start(plan, client_pub, server_art, fresh, report, had)
         _prepare_diskless(plan, client_pub, report)
         wanted = {b.name for b in plan.boards}
-        resumed: list[BoardPlan] = []
         for extra in _existing_boards(lab_dir):
             if extra.name not in wanted and boards.stop(BoardFiles(extra.dir(lab_dir))):
                 report(f"stopped {extra.name} (not in a lab of {boards_wanted})")
@@ -205,8 +204,7 @@ def up(
             if extra.name not in wanted and lightboards.remove(extra):
                 report(f"removed {extra.name} (not in a lab of {boards_wanted} light boards)")
         light_pids = lightboards.start_all(plan, client_pub, report) if plan.light else {}
-        if not plan.light:
-            resumed = _start_qemu(plan, boot_of, fresh, boot, client_pub, report)
+        resumed = [] if plan.light else _start_qemu(plan, boot_of, fresh, boot, client_pub, report)
         nfs = {s.name: s for s in plan.nfs}
         hosts = {s.name: s.address for s in plan.all_hosts}
         board_files = {b.name: BoardFiles(b.dir(lab_dir)) for b in plan.boards}
@@ -249,8 +247,7 @@ def _start_qemu(
     client_pub: str,
     report: Report,
 ) -> list[BoardPlan]:
-    """Start the QEMU boards not running, each of its own arch; the ones resumed from a saved
-    state."""
+    """Start the QEMU boards not running, each of its arch; returns those resumed from a save."""
     lab_dir = plan.lab_dir
     resumed: list[BoardPlan] = []
     for board in plan.boards:
