@@ -18,11 +18,9 @@ Run: `.venv/bin/python bench/bench_rollout_cpu.py [--sizes 1,3] [--rounds 1]`.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import resource
-import signal
 import subprocess
 import sys
 import tempfile
@@ -31,10 +29,11 @@ from pathlib import Path
 
 import yaml
 
+from bench.children import become_subreaper, reap_orphans
+
 IMAGE_A = "netroot-lab/raspbian:bookworm"
 IMAGE_B = "netroot-lab/raspbian:bench-b"
 NETROOT = [sys.executable, "-m", "netroot"]
-PR_SET_CHILD_SUBREAPER = 36
 
 
 def _children_cpu() -> float:
@@ -42,31 +41,14 @@ def _children_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def _reap_orphans() -> None:
-    """Stop and reap what the run left behind (ssh masters re-parented to us)."""
-    me = os.getpid()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if int(fields[1]) == me:
-            os.kill(int(stat.parent.name), signal.SIGTERM)
-    while True:
-        try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            return
-
-
 def measured(inventory: Path, *args: str) -> tuple[float, float]:
     """(CPU seconds of the whole process tree, wall seconds) of one netroot command."""
     env = {**os.environ, "NO_COLOR": "1", "NETROOT_INVENTORY": str(inventory)}
-    _reap_orphans()
+    reap_orphans()
     cpu0, wall0 = _children_cpu(), time.monotonic()
     proc = subprocess.run([*NETROOT, "-q", *args], capture_output=True, text=True, env=env)
     wall = time.monotonic() - wall0
-    _reap_orphans()
+    reap_orphans()
     if proc.returncode != 0:
         sys.exit(f"netroot {' '.join(args)} failed ({proc.returncode}): {proc.stderr[-800:]}")
     return _children_cpu() - cpu0, wall
@@ -111,8 +93,7 @@ def main() -> None:
     )  # fmt: skip
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    become_subreaper()
     build_b()
     rollout = ("--name", "raspbian", "--canary", "0", "--batch", "100%", "--yes", "--qpu", "skip")
     rows: list[dict[str, object]] = []

@@ -25,11 +25,9 @@ Run (the lab is the caller's: take its lock, and take the lab down after):
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import resource
-import signal
 import subprocess
 import sys
 import tempfile
@@ -39,9 +37,10 @@ from pathlib import Path
 
 import yaml
 
+from bench.children import become_subreaper, reap_orphans
+
 BASE = "netroot-lab/light:bookworm"
 NETROOT = [sys.executable, "-m", "netroot"]
-PR_SET_CHILD_SUBREAPER = 36
 ROLLOUT = ("--name", "light", "--canary", "1", "--batch", "100%", "--yes", "--qpu", "skip")
 
 
@@ -63,33 +62,16 @@ def _children() -> resource.struct_rusage:
     return resource.getrusage(resource.RUSAGE_CHILDREN)
 
 
-def _reap_orphans() -> None:
-    """Stop and reap what a command left behind (ssh masters re-parented to us)."""
-    me = os.getpid()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if int(fields[1]) == me:
-            os.kill(int(stat.parent.name), signal.SIGTERM)
-    while True:
-        try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            return
-
-
 def measured(
     inventory: Path, boards: int, phase: str, *args: str, ok: tuple[int, ...] = (0,)
 ) -> Phase:
     """One netroot command, measured (see the module's docstring)."""
     env = {**os.environ, "NO_COLOR": "1", "NETROOT_INVENTORY": str(inventory)}
-    _reap_orphans()
+    reap_orphans()
     before, wall0 = _children(), time.monotonic()
     proc = subprocess.run([*NETROOT, "-q", *args], capture_output=True, text=True, env=env)
     wall = time.monotonic() - wall0
-    _reap_orphans()
+    reap_orphans()
     after = _children()
     if proc.returncode not in ok:
         sys.exit(f"netroot {' '.join(args)} failed ({proc.returncode}): {proc.stderr[-1500:]}")
@@ -169,8 +151,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="6,25,50,100")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    become_subreaper()
     rows: list[Phase] = []
     firsts: list[Phase] = []
     ups: dict[int, float] = {}
