@@ -18,6 +18,7 @@ import pytest
 
 from netroot import paths
 from netroot.inventory import load
+from netroot.remote.fleet import EVENTS_NAME, STATE_NAME
 from netroot.sshtarget import SshTarget, target_for
 
 LAB_BOARDS = 3
@@ -114,6 +115,11 @@ def lab() -> Iterator[LabHandle]:
         service.up(max(LAB_BOARDS, before.boards_planned), _report)
         _report(f"lab ready after {time.monotonic() - t0:.1f} s")
     handle = current_lab(started_here=not before.anything_running)
+    # The suite starts from a fleet with no history: what an earlier use of this lab recorded
+    # (the demo's 64-bit board on the torch image, versions pruned since) is not its starting
+    # point. The boards' mounts stay; a rollout adopts what it observes on them.
+    for name in (STATE_NAME, EVENTS_NAME, EVENTS_NAME + ".1"):
+        (handle.export_root / name).unlink(missing_ok=True)
     yield handle
     if handle.started_here:
         service.down(_report)
