@@ -84,7 +84,7 @@ def _lab_round(pythonpath: Path | None, boards: int, reboots: int) -> dict[str, 
     cwd = pythonpath or ROOT
     try:
         t0 = time.monotonic()
-        up = [*netroot, "lab", "up", "--boot", "--boards", str(boards)]
+        up = [*netroot, "lab", "up", "--boot", "--arm64", "0", "--boards", str(boards)]
         subprocess.run(up, env=env, cwd=cwd, check=True, capture_output=True)
         out: dict[str, Any] = {"boot_s": round(time.monotonic() - t0, 1)}
         from netroot.inventory import load
@@ -148,7 +148,7 @@ def main() -> None:
     result: dict[str, Any] = {"boards": args.boards, "cores": os.cpu_count()}
     try:
         t0 = time.monotonic()
-        up = [*NETROOT, "lab", "up", "--boot", "--boards", str(args.boards)]
+        up = [*NETROOT, "lab", "up", "--boot", "--arm64", "0", "--boards", str(args.boards)]
         subprocess.run(up, env=env, check=True, capture_output=True)
         result["boot_to_ssh_ready_s"] = round(time.monotonic() - t0, 1)
         from netroot.inventory import load

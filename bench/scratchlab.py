@@ -47,7 +47,7 @@ def scratch_lab(boards: int, prefix: str, keep: bool = False) -> Iterator[Scratc
     plain = {k: v for k, v in os.environ.items() if k != "NETROOT_HOME"}
     subprocess.run([*NETROOT, "lab", "down"], env=plain, capture_output=True, check=False)
     try:
-        up = [*NETROOT, "lab", "up", "--boot", "--boards", str(boards)]
+        up = [*NETROOT, "lab", "up", "--boot", "--arm64", "0", "--boards", str(boards)]
         subprocess.run(up, env=env, check=True, capture_output=True)
         export = [*NETROOT, "export", IMAGE, "--name", "raspbian"]
         subprocess.run(export, env=env, check=True, capture_output=True)

@@ -132,7 +132,7 @@ def test_board_powered_off_is_reported_rest_complete(lab: LabHandle, inv: Path) 
         assert outcomes["pi-03"][0] == "unreachable"
         assert outcomes["pi-01"][0] == "ok" and outcomes["pi-02"][0] == "ok"
     finally:
-        up = netroot(lab.inventory, "lab", "up", "--boards", str(len(lab.boards)))
+        up = netroot(lab.inventory, "lab", "up", "--boards", str(len(lab.boards)), "--arm64", "0")
         assert up.returncode == 0, up.stderr[-2000:]
     rc, result = _rollout(inv, "netroot-lab/raspbian:e2e-d")  # the board is back: finish it
     assert rc == 0 and _outcomes(result)["pi-03"][0] == "ok"
