@@ -61,11 +61,12 @@ def title(board: str, emulated: bool) -> str:
     return f"{board}: netroot's torch operators vs torch's CPU, {where}"
 
 
-def import_line(board: str, torch: Mapping[str, Any]) -> str | None:
-    """S12 in a line: torch's version, the import's seconds and NFS operations."""
+def import_line(torch: Mapping[str, Any]) -> str | None:
+    """S12 in a line: torch's version, the import's seconds and NFS operations (the smoke
+    prints a stage's notes after the board's name)."""
     if "import_s" not in torch:
         return None
-    line = f"{board}: import torch {torch.get('version', '?')}: {float(torch['import_s']):.1f} s"
+    line = f"import torch {torch.get('version', '?')}: {float(torch['import_s']):.1f} s"
     nfs = torch.get("nfs")
     if isinstance(nfs, Mapping):
         return line + f", {nfs.get('work')} NFS operations ({nfs.get('calls')} RPC calls)"

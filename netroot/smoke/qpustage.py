@@ -114,7 +114,7 @@ class QpuStage:
         tables: list[Table] = []
         torch = summary.get("torch")
         if isinstance(torch, dict):  # S12 in a line, S13's cases as a table (qpu.torch_table)
-            line = torch_table.import_line(board.name, torch)
+            line = torch_table.import_line(torch)
             notes += [line] if line else []
             if torch.get("cases"):
                 title = torch_table.title(board.name, bool(summary.get("emulated")))

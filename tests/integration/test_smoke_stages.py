@@ -61,7 +61,7 @@ def test_each_stage_adds_its_checks_and_summary_in_order(host: NetnsHost, tmp_pa
     emulated, *torch = report.boards[0].notes
     assert emulated == "QPU stages ran on the EMULATOR; the GPU was not tested"
     # Where this host has torch, S12 ran: its line (seconds, NFS operations) follows.
-    assert all(line.startswith("pi-a: import torch ") for line in torch), torch
+    assert all(line.startswith("import torch ") for line in torch), torch
     # This host is not pi-a: the identity check fails, so the smoke exits 3 (checks failed).
     assert report.exit_code() == Exit.CHECKS
     # A board no stage reached: unreachable, with each stage's idle fields.

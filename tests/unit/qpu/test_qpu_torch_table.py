@@ -55,8 +55,8 @@ def test_the_title_says_emulated_and_the_import_line_its_nfs_operations() -> Non
     assert "EMULATED" in torch_table.title("pi-03", True)
     assert "EMULATED" not in torch_table.title("pi-03", False)
     torch = {"version": "1.13.0a0", "import_s": 34.51, "nfs": {"work": 2178, "calls": 3368}}
-    line = torch_table.import_line("pi-03", torch)
-    assert line == "pi-03: import torch 1.13.0a0: 34.5 s, 2178 NFS operations (3368 RPC calls)"
-    local = torch_table.import_line("pi-03", {"version": "1.13.0a0", "import_s": 2.0, "nfs": None})
+    line = torch_table.import_line(torch)
+    assert line == "import torch 1.13.0a0: 34.5 s, 2178 NFS operations (3368 RPC calls)"
+    local = torch_table.import_line({"version": "1.13.0a0", "import_s": 2.0, "nfs": None})
     assert local is not None and local.endswith("NFS operations not counted")
-    assert torch_table.import_line("pi-03", {"cases": []}) is None
+    assert torch_table.import_line({"cases": []}) is None
