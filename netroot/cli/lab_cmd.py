@@ -136,6 +136,7 @@ def up_cmd(
     """Build (once, cached) and start the lab; returns when every host is SSH-ready."""
     from netroot.lab import arch as arch_mod
     from netroot.lab.host import service
+    from netroot.lab.plan import default_arm64
 
     app, t0 = _reporter(ctx)
     app.on_interrupt = _interrupted_lab
@@ -144,8 +145,7 @@ def up_cmd(
         app.out.info(f"[cyan]{time.monotonic() - t0:6.1f}s[/cyan] {escape(msg)}", markup=True)
 
     if arm64 is None:
-        light = board_kind is BoardKind.LIGHT  # light boards are amd64, none is 64-bit ARM
-        arm64 = 1 if arch is Arch.ARMHF and boards >= 2 and not light else 0
+        arm64 = default_arm64(boards, arch.value, board_kind.value)
     plan = service.up(
         boards,
         report,

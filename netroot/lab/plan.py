@@ -244,6 +244,13 @@ def netboot_plan(index: int) -> BoardPlan:
     return replace(plan, serial=f"{0x4E420000 + index:08x}")
 
 
+def default_arm64(boards: int, arch: str, board_kind: str) -> int:
+    """How many 64-bit boards a lab gets when not told: one (the torch board, the last) in an
+    armhf QEMU lab of two boards or more, so the default lab and the demo show both kinds of board;
+    none otherwise (one board stays the 32-bit canary; light boards are amd64)."""
+    return 1 if arch == "armhf" and boards >= 2 and board_kind != "light" else 0
+
+
 def make_plan(
     boards: int,
     lab_dir: Path,
@@ -260,7 +267,7 @@ def make_plan(
     `lab_dir`, split over `servers` NFS servers. With `arch` armhf, the last `arm64` QEMU boards
     are 64-bit ones (a real lab mixes both OSes on the same 3Bs): the highest numbers, so the
     32-bit canary pi-01 and the boards before them stay what they were. Light boards are all
-    amd64 (docs/lab.md)."""
+    amd64 (docs/lab.md). The CLI's default for `arm64` is default_arm64's."""
     low, high = GPU_MEM_RANGE
     if not low <= gpu_mem <= high:
         raise UsageError(

@@ -10,7 +10,14 @@ import yaml
 from netroot.errors import UsageError
 from netroot.inventory import parse
 from netroot.lab import render
-from netroot.lab.plan import HOST_ADDRESS, SERVER_ADDRESS, board_plan, make_plan, stable_mac
+from netroot.lab.plan import (
+    HOST_ADDRESS,
+    SERVER_ADDRESS,
+    board_plan,
+    default_arm64,
+    make_plan,
+    stable_mac,
+)
 
 
 def test_boards_get_consecutive_addresses_from_11() -> None:
@@ -146,3 +153,21 @@ def test_the_64_bit_boards_take_the_torch_image_from_their_group() -> None:
     assert {b.image for b in wide.boards.values()} == {
         "raspbian"
     } and "lab_arm64" not in wide.groups
+
+
+@pytest.mark.parametrize(
+    ("boards", "arch", "kind", "want"),
+    [
+        (3, "armhf", "qemu", 1),  # the default lab and the demo: one torch board, the last
+        (2, "armhf", "qemu", 1),
+        (1, "armhf", "qemu", 0),  # one board stays the 32-bit canary
+        (3, "arm64", "qemu", 0),  # all 64-bit already: no "beside" board
+        (10, "armhf", "light", 0),  # light boards are amd64
+    ],
+)
+def test_the_cli_default_of_64_bit_boards_is_one_rule(
+    boards: int, arch: str, kind: str, want: int
+) -> None:
+    assert default_arm64(boards, arch, kind) == want
+    # the default is always a plan make_plan accepts
+    make_plan(boards, Path("/tmp/lab"), None, arch, arm64=want, board_kind=kind)
