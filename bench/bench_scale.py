@@ -59,6 +59,9 @@ class Phase:
     max_rss_mib: float
     written_mib: float
     tree: str = ""  # the netroot source tree it ran from ("": this one)
+    # the whole machine's busy CPU meanwhile: the controller's, the boards' sshd and sudo, the
+    # server's, anything else running (the machine's share beyond the controller's is the rest)
+    machine_cpu_s: float = 0.0
 
     @property
     def cpu_per_board(self) -> float:
@@ -67,6 +70,12 @@ class Phase:
 
 def _children() -> resource.struct_rusage:
     return resource.getrusage(resource.RUSAGE_CHILDREN)
+
+
+def _machine_busy_s() -> float:
+    """The CPU time all cores spent busy since boot (/proc/stat: all but idle and iowait)."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def measured(
@@ -83,11 +92,11 @@ def measured(
     if tree:
         env["PYTHONPATH"] = tree
     reap_orphans()
-    before, wall0 = _children(), time.monotonic()
+    before, wall0, busy0 = _children(), time.monotonic(), _machine_busy_s()
     proc = subprocess.run(
         [*NETROOT, "-q", *args], capture_output=True, text=True, env=env, cwd=tree or None
     )
-    wall = time.monotonic() - wall0
+    wall, busy = time.monotonic() - wall0, _machine_busy_s() - busy0
     reap_orphans()
     after = _children()
     if proc.returncode not in ok:
@@ -107,6 +116,7 @@ def measured(
         max_rss_mib=round(after.ru_maxrss / 1024, 1),
         written_mib=round((after.ru_oublock - before.ru_oublock) * 512 / 2**20, 1),
         tree=tree,
+        machine_cpu_s=round(busy, 2),
     )
 
 
