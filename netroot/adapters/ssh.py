@@ -136,7 +136,8 @@ def check_privileges(targets: Sequence[SshTarget], proven: Collection[str] = ())
         if target.name in proven:
             return become_problem(target, 0, "")
         try:
-            with Session(target) as session:
+            # One command (never exiting 255): one login, no master beside it.
+            with Session(target, multiplex=False) as session:
                 res = session.run("sudo -n true", timeout=60)
         except Unreachable:
             return None
