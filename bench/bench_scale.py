@@ -20,6 +20,12 @@ more than 1.2x that at 6; status of 100 under 5 s; a rollout (no reboot) to 100 
 Run (the lab is the caller's: take its lock, and take the lab down after):
   flock /tmp/netroot-lab.lock bash -c '.venv/bin/python -m bench.bench_scale --sizes 6,25,50,100;
   .venv/bin/python -m netroot lab down'
+
+`--phases status` measures status alone: the lab goes up once at the largest size and the boards
+get no first version (the probe reads the same three files whether they hold a version or not:
+the same round trip); `--repeat K` runs it K times per size; `--trees A,B` runs netroot from each
+source tree in turn (before and after a change, in one lab). Each status must find every board
+reachable, or the run stops.
 """
 
 from __future__ import annotations
@@ -52,6 +58,10 @@ class Phase:
     wall_s: float
     max_rss_mib: float
     written_mib: float
+    tree: str = ""  # the netroot source tree it ran from ("": this one)
+    # the whole machine's busy CPU meanwhile: the controller's, the boards' sshd and sudo, the
+    # server's, anything else running (the machine's share beyond the controller's is the rest)
+    machine_cpu_s: float = 0.0
 
     @property
     def cpu_per_board(self) -> float:
@@ -62,19 +72,40 @@ def _children() -> resource.struct_rusage:
     return resource.getrusage(resource.RUSAGE_CHILDREN)
 
 
+def _machine_busy_s() -> float:
+    """The CPU time all cores spent busy since boot (/proc/stat: all but idle and iowait)."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def measured(
-    inventory: Path, boards: int, phase: str, *args: str, ok: tuple[int, ...] = (0,)
+    inventory: Path,
+    boards: int,
+    phase: str,
+    *args: str,
+    ok: tuple[int, ...] = (0,),
+    tree: str = "",
 ) -> Phase:
-    """One netroot command, measured (see the module's docstring)."""
+    """One netroot command, measured (see the module's docstring); `tree`: run netroot from
+    that source tree (`python -m` puts its working directory first on the path)."""
     env = {**os.environ, "NO_COLOR": "1", "NETROOT_INVENTORY": str(inventory)}
+    if tree:
+        env["PYTHONPATH"] = tree
     reap_orphans()
-    before, wall0 = _children(), time.monotonic()
-    proc = subprocess.run([*NETROOT, "-q", *args], capture_output=True, text=True, env=env)
-    wall = time.monotonic() - wall0
+    before, wall0, busy0 = _children(), time.monotonic(), _machine_busy_s()
+    proc = subprocess.run(
+        [*NETROOT, "-q", *args], capture_output=True, text=True, env=env, cwd=tree or None
+    )
+    wall, busy = time.monotonic() - wall0, _machine_busy_s() - busy0
     reap_orphans()
     after = _children()
     if proc.returncode not in ok:
         sys.exit(f"netroot {' '.join(args)} failed ({proc.returncode}): {proc.stderr[-1500:]}")
+    if phase == "status":  # a board not reached would time a failure, not a probe
+        rows = json.loads(proc.stdout)["boards"]
+        missed = [r["board"] for r in rows if not r["reachable"]]
+        if missed or len(rows) != boards:
+            sys.exit(f"status reached {len(rows) - len(missed)} of {boards}: {missed[:5]}")
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     return Phase(
         boards=boards,
@@ -84,6 +115,8 @@ def measured(
         # ru_maxrss of the children: the largest one so far (KiB), not a sum
         max_rss_mib=round(after.ru_maxrss / 1024, 1),
         written_mib=round((after.ru_oublock - before.ru_oublock) * 512 / 2**20, 1),
+        tree=tree,
+        machine_cpu_s=round(busy, 2),
     )
 
 
@@ -129,16 +162,20 @@ def lab_up(boards: int) -> float:
 
 
 def ratios(rows: list[Phase], sizes: list[int]) -> list[dict[str, object]]:
-    """Per phase: CPU per board and wall at each size against the smallest size."""
+    """Per phase (and source tree): CPU per board and wall at each size against the smallest
+    size; of repeated runs, the median's."""
     out: list[dict[str, object]] = []
     small = min(sizes)
-    for phase in ("rollout", "status", "smoke"):
-        by_size = {r.boards: r for r in rows if r.phase == phase}
+    for phase, tree in dict.fromkeys((r.phase, r.tree) for r in rows):
+        by_size = {
+            n: median([r for r in rows if (r.phase, r.tree, r.boards) == (phase, tree, n)])
+            for n in sizes
+        }
         base = by_size[small]
         for n in sizes:
             r = by_size[n]
             out.append({
-                "phase": phase, "boards": n,
+                "phase": phase, "tree": tree, "boards": n, "cpu_s": r.cpu_s, "wall_s": r.wall_s,
                 "cpu_per_board_ratio": round(r.cpu_per_board / max(base.cpu_per_board, 1e-9), 2),
                 "wall_ratio": round(r.wall_s / max(base.wall_s, 1e-9), 2),
                 "boards_ratio": round(n / small, 2),
@@ -146,38 +183,60 @@ def ratios(rows: list[Phase], sizes: list[int]) -> list[dict[str, object]]:
     return out
 
 
+def median(runs: list[Phase]) -> Phase:
+    """The run of median wall time (the lower of the two middle ones for an even count)."""
+    return sorted(runs, key=lambda r: r.wall_s)[(len(runs) - 1) // 2]
+
+
+PHASES = ("rollout", "status", "smoke")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="6,25,50,100")
+    parser.add_argument("--phases", default=",".join(PHASES), help="of rollout,status,smoke")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each phase per size")
+    parser.add_argument("--trees", default="", help="netroot source trees to compare (a,b)")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
+    phases = [p for p in PHASES if p in args.phases.split(",")]
+    trees = [str(Path(t).resolve()) for t in args.trees.split(",") if t] or [""]
+    status_only = phases == ["status"]
     become_subreaper()
     rows: list[Phase] = []
     firsts: list[Phase] = []
     ups: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
+        if status_only:  # one lab at the largest size, no first version (the docstring)
+            ups[max(sizes)] = round(lab_up(max(sizes)), 1)
+            print(f"lab up to {max(sizes)} boards {ups[max(sizes)]} s", flush=True)
         for n in sizes:  # the lab grows to each size in turn: the figures come size by size
-            ups[n] = round(lab_up(n), 1)
             inv = inventory_with_groups([n], Path(tmp))
             group = f"bench_{n}"
-            # the new boards' first version (the board role, the boot config and its reboot)
-            first = measured(inv, n, "first", "rollout", BASE, "--group", group, *ROLLOUT)
-            firsts.append(first)
-            print(f"lab up to {n} boards {ups[n]} s; first version: {first}", flush=True)
-            image = variant(f"bench-{n}")
-            for phase, argv in (
-                ("rollout", ("rollout", image, "--group", group, *ROLLOUT)),
-                ("status", ("status", group)),
-                ("smoke", ("smoke", group, "--qpu", "skip")),
-            ):
-                row = measured(inv, n, phase, *argv)
-                rows.append(row)
-                print(f"{row}  cpu/board {row.cpu_per_board:.3f} s", flush=True)
+            argvs = {
+                "status": ("status", group, "--json"),
+                "smoke": ("smoke", group, "--qpu", "skip"),
+            }
+            if not status_only:
+                ups[n] = round(lab_up(n), 1)
+                # the new boards' first version (the board role, the boot config and its reboot)
+                first = measured(inv, n, "first", "rollout", BASE, "--group", group, *ROLLOUT)
+                firsts.append(first)
+                print(f"lab up to {n} boards {ups[n]} s; first version: {first}", flush=True)
+                image = variant(f"bench-{n}")
+                argvs["rollout"] = ("rollout", image, "--group", group, *ROLLOUT)
+            for phase in phases:
+                for _ in range(args.repeat):
+                    for tree in trees:  # interleaved: a drift of the machine hits each alike
+                        ok = (0, 1) if phase == "status" else (0,)  # 1: drift (no version yet)
+                        row = measured(inv, n, phase, *argvs[phase], ok=ok, tree=tree)
+                        rows.append(row)
+                        print(f"{row}  cpu/board {row.cpu_per_board:.3f} s", flush=True)
     print(f"{'boards':>6} {'phase':>8} {'cpu s':>8} {'cpu s/board':>12} {'wall s':>8} "
-          f"{'rss MiB':>8} {'written MiB':>12}")  # fmt: skip
+          f"{'rss MiB':>8} {'written MiB':>12}  tree")  # fmt: skip
     for r in rows:
         print(f"{r.boards:>6} {r.phase:>8} {r.cpu_s:>8} {r.cpu_per_board:>12.3f} {r.wall_s:>8} "
-              f"{r.max_rss_mib:>8} {r.written_mib:>12}")  # fmt: skip
+              f"{r.max_rss_mib:>8} {r.written_mib:>12}  {r.tree}")  # fmt: skip
     result = {
         "lab_up_s": ups,
         "first": [asdict(f) for f in firsts],

@@ -1,11 +1,15 @@
 """The status probe's one SSH round trip per board, all boards in parallel (the IO half of
-fleet/boardfacts.py)."""
+fleet/boardfacts.py).
+
+One ssh process a board, no multiplexing master: a master is a second process and its close a
+third, for one command (bench/README.md, "A classroom at scale on light boards").
+"""
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from netroot.adapters.ssh import Session, Unreachable, sudo_refused
+from netroot.adapters.ssh import Session, Unreachable, end_all, sudo_refused
 from netroot.fleet.boardfacts import PROBE, BoardFacts, parse_probe
 from netroot.inventory import Board
 from netroot.sshtarget import target_for
@@ -13,7 +17,8 @@ from netroot.sshtarget import target_for
 
 def observe(board: Board) -> tuple[BoardFacts | None, str]:
     try:
-        with Session(target_for(board.host)) as session:
+        # PROBE ends in `true`: an exit status 255 is ssh's own (what multiplex=False asks).
+        with Session(target_for(board.host), multiplex=False) as session:
             res = session.run_privileged(PROBE, timeout=60)
         stderr = res.stderr.decode(errors="replace")
         refused = sudo_refused(session.target, res.rc, stderr)
@@ -30,8 +35,10 @@ def observe_all(boards: list[Board]) -> dict[str, tuple[BoardFacts | None, str]]
     try:
         found = dict(zip((b.name for b in boards), pool.map(observe, boards), strict=True))
     except BaseException:
-        # Ctrl-C: do not wait for the probes still waiting on a silent host (up to a minute).
+        # Ctrl-C: do not wait for the probes still waiting on a silent host (up to a minute),
+        # nor leave their ssh behind (each in a session of its own, out of the keyboard's reach).
         pool.shutdown(wait=False, cancel_futures=True)
+        end_all()
         raise
     pool.shutdown()
     return found

@@ -96,18 +96,24 @@ def test_sshd_gone_mid_session_is_unreachable_with_what_it_means(host: NetnsHost
     assert _masters(session) == []
 
 
-def test_a_host_that_is_off_or_a_refused_key_says_which(host: NetnsHost, tmp_path: Path) -> None:
-    with pytest.raises(Unreachable) as off, Session(_target(host, host.spare)) as session:
+@pytest.mark.parametrize("multiplex", [True, False])
+def test_a_host_that_is_off_or_a_refused_key_says_which(
+    host: NetnsHost, tmp_path: Path, multiplex: bool
+) -> None:
+    off_target = _target(host, host.spare)
+    with pytest.raises(Unreachable) as off, Session(off_target, multiplex=multiplex) as session:
         session.run("true")
     assert "No route to host" in off.value.message and "powered off" in off.value.message
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "k")])
-    with pytest.raises(Unreachable) as denied, Session(_target(host, key=tmp_path / "k")) as s:
+    denied_target = _target(host, key=tmp_path / "k")
+    with pytest.raises(Unreachable) as denied, Session(denied_target, multiplex=multiplex) as s:
         s.run("true")
     assert "Permission denied (publickey" in denied.value.message, denied.value.message
 
 
+@pytest.mark.parametrize("multiplex", [True, False])
 def test_a_board_powered_off_a_moment_ago_is_said_off_without_waiting_out_the_timeout(
-    tmp_path: Path,
+    tmp_path: Path, multiplex: bool
 ) -> None:
     """Its ARP entry still valid (REACHABLE for up to 45 s): ssh alone would wait out
     ConnectTimeout (30 s) and try again: 44-64 s measured, 5 s now (bench/bench_ssh.py)."""
@@ -121,8 +127,32 @@ def test_a_board_powered_off_a_moment_ago_is_said_off_without_waiting_out_the_ti
         assert b"REACHABLE" in neigh.stdout
         # Power off: the address answers nothing (no ARP, no SYN/ACK); the link stays up.
         board.exec("ip", "addr", "del", f"{board.address}/24", "dev", "eth0")
-        with pytest.raises(Unreachable) as err, Session(target) as session:
+        with pytest.raises(Unreachable) as err, Session(target, multiplex=multiplex) as session:
             session.run("true")
     message = err.value.message
     assert f"no answer to the connection to {board.address} within 5 s" in message, message
     assert "powered off" in message and "tries" not in message
+
+
+def test_a_session_without_a_master_logs_in_for_each_command_and_leaves_nothing(
+    host: NetnsHost,
+) -> None:
+    """The status probe's way: one ssh process a command, no master, nothing left running
+    after it; stdin, stdout, stderr and exit status pass as through a master."""
+
+    def ours() -> list[str]:
+        found = subprocess.run(["pgrep", "-af", f"^ssh .*{host.address}"], capture_output=True)
+        return found.stdout.decode().splitlines()
+
+    with Session(_target(host), multiplex=False) as session:
+        assert session.control_path == ""
+        res = session.run("cat; echo err >&2; exit 3", stdin=b"in\n")
+        assert (res.rc, res.stdout, res.stderr) == (3, b"in\n", b"err\n")
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            running = pool.submit(session.run, "sleep 1; echo again")
+            while not ours():
+                assert not running.done(), running.result()
+            during = ours()
+            assert running.result().stdout == b"again\n"
+    assert len(during) == 1 and "ControlPath=none" in during[0], during
+    assert ours() == []
