@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from netroot.adapters.ssh import Session, Unreachable, end_all, sudo_refused
+from netroot.adapters.become import sudo_refused
+from netroot.adapters.ssh import Session, Unreachable, end_all
 from netroot.fleet.boardfacts import PROBE, BoardFacts, parse_probe
 from netroot.inventory import Board
 from netroot.sshtarget import target_for

@@ -82,7 +82,7 @@ def check_become(inventory: Inventory, hosts: list[str], proven: Collection[str]
 
     proven: hosts where a command just ran through `sudo -n` (not asked again).
     """
-    from netroot.adapters.ssh import check_privileges
+    from netroot.adapters.become import check_privileges
     from netroot.sshtarget import target_for
 
     check_privileges([target_for(inventory.hosts[h]) for h in hosts], proven)

@@ -19,13 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from netroot.adapters.ssh import (
-    BecomeRefused,
-    Session,
-    Unreachable,
-    become_problem,
-    sudo_refused,
-)
+from netroot.adapters.become import BecomeRefused, become_problem, sudo_refused
+from netroot.adapters.ssh import Session, Unreachable
 from netroot.errors import UsageError
 from netroot.inventory import Board, Inventory
 from netroot.smoke.qpustage import QpuStage

@@ -19,7 +19,8 @@ def _attempt(what: str, outcome: dict[str, Any], step: Any) -> None:
 
 
 def main(inventory_path: str, server: str, board: str) -> dict[str, Any]:
-    from netroot.adapters.ssh import Session, check_privileges
+    from netroot.adapters.become import check_privileges
+    from netroot.adapters.ssh import Session
     from netroot.fleet.probe import observe
     from netroot.inventory import load
     from netroot.provision.apply import provision

@@ -297,7 +297,7 @@ def test_a_login_that_cannot_sudo_without_a_password_is_stopped_by_the_preflight
         code = (
             "import sys; from pathlib import Path; from netroot.inventory import load;"
             "from netroot.sshtarget import target_for;"
-            "from netroot.adapters.ssh import check_privileges, BecomeRefused\n"
+            "from netroot.adapters.become import check_privileges, BecomeRefused\n"
             "try:\n"
             f"    check_privileges([target_for(load(Path({str(inventory)!r})).hosts['nfs-j'])])\n"
             "except BecomeRefused as e:\n    print(e.message); sys.exit(2)\n"

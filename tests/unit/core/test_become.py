@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from netroot.adapters.ssh import BecomeRefused, become_problem, check_privileges, sudo_refused
+from netroot.adapters.become import BecomeRefused, become_problem, check_privileges, sudo_refused
 from netroot.errors import UsageError
 from netroot.inventory import Host
 from netroot.sshtarget import SshTarget, target_for
