@@ -1,0 +1,136 @@
+"""Where a diskless board is in its boot, as its NFS server saw it: for `netroot status`.
+
+One read-only request per server, over SSH as netroot's other helpers go
+(netroot.adapters.serverssh), to netroot.remote.bootlog: the newest line of the server's
+dnsmasq log about each board (DHCP by MAC, each TFTP file by address) and whether the board
+holds a connection to the server's NFS port now. Servers are asked in parallel.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from netroot.adapters import serverssh as adapter
+from netroot.adapters.ssh import resolve
+from netroot.bundle import helper_command
+from netroot.errors import NetrootError
+from netroot.inventory import Board, Inventory, NfsServer
+from netroot.sshtarget import target_for
+
+# The server role's default (netroot_nfs_server_dnsmasq_log); an inventory may set its own.
+DEFAULT_LOG = "/var/log/netroot-dnsmasq.log"
+TIMEOUT = 60  # seconds for one server's answer (it reads a bounded tail of one file)
+
+_WORDS = {
+    "tftp-sent": "tftp: sent",
+    "tftp-missing": "tftp: not found:",
+    "tftp-failed": "tftp: failed sending",
+    "tftp-error": "tftp:",
+    "PXE": "dhcp: proxy offer (PXE) to",
+}
+
+
+@dataclass(frozen=True)
+class BootStep:
+    """A board's newest boot step in its server's records."""
+
+    event: str  # DHCPOFFER, DHCPACK, PXE, ..., tftp-sent, tftp-missing, ...; "" none in the log
+    detail: str  # the address handed out, or the TFTP file (relative to the TFTP root)
+    time: float | None
+    nfs: bool  # it holds a connection to the server's NFS port now
+
+    def describe(self) -> str:
+        """One line: "tftp: sent nb-01/zImage at 17:42:03, no NFS connection now"."""
+        if self.event:
+            words = _WORDS.get(self.event) or f"dhcp: {self.event.removeprefix('DHCP').lower()}"
+            step = f"{words} {self.detail}".strip() + f" at {_clock(self.time)}"
+        else:
+            step = "no DHCP or TFTP for it in the server's dnsmasq log"
+        nfs = "its root mounted (NFS connection open)" if self.nfs else "no NFS connection now"
+        return f"{step}, {nfs}"
+
+
+def _clock(when: float | None) -> str:
+    if when is None:
+        return "?"
+    fmt = "%H:%M:%S" if time.time() - when < 86400 else "%Y-%m-%d %H:%M:%S"
+    return time.strftime(fmt, time.localtime(when))
+
+
+def request_for(server: NfsServer, boards: Sequence[Board]) -> dict[str, object]:
+    """The helper's request for `boards` (served by `server`)."""
+    log = server.host.vars.get("netroot_nfs_server_dnsmasq_log", DEFAULT_LOG)
+    return {
+        "log": str(log),
+        "tftp_root": server.tftp_root,
+        "boards": [{"name": b.name, "mac": b.mac or "", "address": b.address} for b in boards],
+    }
+
+
+def parse_reply(server: str, text: str, stderr: str = "") -> dict[str, BootStep]:
+    """The helper's JSON line as steps; NetrootError naming the server when it has none."""
+    lines = text.strip().splitlines()
+    try:
+        reply = json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError:
+        reply = None
+    if not isinstance(reply, dict):
+        said = (stderr.strip().splitlines() or ["no answer"])[-1]
+        raise NetrootError(f"{server}: reading its boot log: {said}")
+    if not reply.get("ok"):
+        raise NetrootError(f"{server}: reading its boot log: {reply.get('error')}")
+    return {
+        name: BootStep(str(s.get("event", "")), str(s.get("detail", "")), s.get("time"),
+                       bool(s.get("nfs")))
+        for name, s in reply["boards"].items()
+    }  # fmt: skip
+
+
+def ask(server: NfsServer, boards: Sequence[Board]) -> dict[str, BootStep]:
+    """One server's answer for its `boards`; NetrootError when it cannot be read."""
+    target = resolve(target_for(server.host))
+    command = helper_command("netroot.remote.bootlog", [])
+    if target.privileged_ok:  # the log is root's (dnsmasq opens it before dropping root)
+        command = target.privileged(command)
+    try:
+        proc = subprocess.run(
+            [*adapter.ssh_argv(target), target.host, command],
+            input=json.dumps(request_for(server, boards)),
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise NetrootError(
+            f"{server.name}: reading its boot log: no answer in {TIMEOUT}s"
+        ) from None
+    return parse_reply(server.name, proc.stdout, proc.stderr)
+
+
+def boot_steps(inventory: Inventory, boards: Sequence[Board]) -> dict[str, BootStep | str]:
+    """Each diskless board of `boards` -> its step, or why its server could not tell."""
+    diskless = [b for b in boards if b.mode.served_over_tftp and b.mac]
+    by_server: dict[str, list[Board]] = {}
+    for board in diskless:
+        by_server.setdefault(board.server, []).append(board)
+    if not by_server:
+        return {}
+
+    def one(name: str) -> dict[str, BootStep | str]:
+        try:
+            return dict(ask(inventory.servers[name], by_server[name]))
+        except (NetrootError, OSError, KeyError) as exc:
+            why = exc.message if isinstance(exc, NetrootError) else str(exc)
+            return {b.name: why for b in by_server[name]}
+
+    with ThreadPoolExecutor(max_workers=min(8, len(by_server))) as pool:
+        found: dict[str, BootStep | str] = {}
+        for part in pool.map(one, sorted(by_server)):
+            found.update(part)
+    return found
