@@ -4,15 +4,18 @@ here), the line `status` prints and the rows it merges."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from netroot.errors import NetrootError
 from netroot.fleet.status import BoardStatus, with_boot
 from netroot.inventory import Inventory, load
 from netroot.netboot.bootstage import BootStep, boot_steps, parse_reply, request_for
+from tests.unit.core.fleetkit import netroot_cli
 
 TFTP = "/srv/netroot-tftp"
 # One server, reached through an `ssh` that runs the remote command on this host.
@@ -113,3 +116,35 @@ def test_status_merges_the_step_into_unreachable_diskless_rows_only() -> None:
     assert BootStep("", "", None, False).describe() == (
         "no DHCP or TFTP for it in the server's dnsmasq log, no NFS connection now"
     )
+
+
+def test_status_names_an_unreachable_diskless_boards_boot_stage(
+    tmp_path: Path, local_ssh: str
+) -> None:
+    """Through the CLI: the boards are closed ports on loopback (unreachable at once), the
+    server's `ssh` runs the program here on the log above."""
+    (tmp_path / "dnsmasq.log").write_text(LOG)
+    boards = {
+        "pi-01": {"ansible_host": "127.0.0.11", "ansible_port": 1, "netroot_address": "10.88.0.11",
+                  "netroot_boot": "netboot", "netroot_mac": "b8:27:eb:00:00:01",
+                  "netroot_serial": "1a2b3c01", "netroot_image": "img"},
+        "pi-03": {"ansible_host": "127.0.0.13", "ansible_port": 1, "netroot_image": "img"},
+    }  # fmt: skip
+    server = {"ansible_host": "127.0.0.2", "ansible_port": 22, "ansible_user": "root",
+              "ansible_ssh_executable": local_ssh, "netroot_export_root": str(tmp_path / "root"),
+              "netroot_nfs_server_dnsmasq_log": str(tmp_path / "dnsmasq.log")}  # fmt: skip
+    data = {"all": {"children": {"nfs_servers": {"hosts": {"nfs-01": server}},
+                                 "boards": {"hosts": boards}}}}  # fmt: skip
+    inv = tmp_path / "inventory.yml"
+    inv.write_text(yaml.safe_dump(data))
+    proc = netroot_cli(inv, "status")
+    assert proc.returncode == 4, proc.stdout + proc.stderr  # unreachable, as before
+    said = "pi-01: boot: tftp: sent 1a2b3c01/vmlinuz at 17:42:03, no NFS connection now"
+    assert said in proc.stderr.splitlines()
+    assert "pi-03: boot:" not in proc.stderr  # it boots from its card
+    rows = {
+        r["board"]: r for r in json.loads(netroot_cli(inv, "status", "--json").stdout)["boards"]
+    }
+    assert rows["pi-01"]["boot_event"] == "tftp-sent" and rows["pi-01"]["boot_nfs"] is False
+    assert rows["pi-01"]["boot_stage"] == said.removeprefix("pi-01: boot: ")
+    assert rows["pi-03"]["boot_stage"] == "" and rows["pi-03"]["boot_since"] is None
