@@ -62,9 +62,11 @@ def read_status(app: AppContext, targets: list[str] | None) -> Seen:
     wanted = fleet.desired(boards, state, down)
     last = log.last_by_board(log.parse(fleet.store.read_events()))
     rows = board_status(boards, state, observe_all(boards), wanted, down, last)
-    # An unreachable diskless board: where its boot stopped, from its NFS server's own records.
+    # An unreachable diskless board: where its boot stopped, from its NFS server's own records
+    # (a server already found down is not asked again: its boards' drift says why).
     lost = {r.board for r in rows if not r.reachable}
-    rows = with_boot(rows, boot_steps(inv, [b for b in boards if b.name in lost]))
+    asked = [b for b in boards if b.name in lost and b.server not in down]
+    rows = with_boot(rows, boot_steps(inv, asked))
     return Seen(inv, boards, state, down, rows)
 
 
