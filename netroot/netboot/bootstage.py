@@ -84,6 +84,8 @@ def parse_reply(server: str, text: str, stderr: str = "") -> dict[str, BootStep]
         raise NetrootError(f"{server}: reading its boot log: {said}")
     if not reply.get("ok"):
         raise NetrootError(f"{server}: reading its boot log: {reply.get('error')}")
+    if reply.get("log_exists") is False:  # no dnsmasq of netroot's has run there yet
+        raise NetrootError(f"{server}: no dnsmasq log there yet (provision sets dnsmasq up)")
     return {
         name: BootStep(str(s.get("event", "")), str(s.get("detail", "")), s.get("time"),
                        bool(s.get("nfs")))

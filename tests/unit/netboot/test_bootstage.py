@@ -94,6 +94,8 @@ def test_a_server_that_cannot_be_read_is_named_for_its_boards(tmp_path: Path) ->
     assert steps == {"pi-01": "nfs-01: reading its boot log: no answer"}
     with pytest.raises(NetrootError, match="nfs-01: reading its boot log: no such file"):
         parse_reply("nfs-01", '{"ok": false, "error": "no such file"}')
+    with pytest.raises(NetrootError, match="nfs-01: no dnsmasq log there yet"):
+        parse_reply("nfs-01", '{"ok": true, "boards": {}, "log_exists": false}')
     with pytest.raises(NetrootError, match="Permission denied"):
         parse_reply("nfs-01", "", "x\nroot@10.88.0.1: Permission denied (publickey).\n")
 
