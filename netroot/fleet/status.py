@@ -33,8 +33,9 @@ class BoardStatus:
     stage: str = ""  # the last stage the event log saw it in (netroot.fleet.events)
     stage_since: float | None = None
     # A diskless board found unreachable: its newest boot step in its NFS server's records
-    # (netroot.netboot.bootstage), as one line; the step's event and time; whether it holds
-    # an NFS connection to the server now. "" / None for any other board.
+    # (netroot.netboot.bootstage), as one line; the stage's name (a DHCP message, tftp-sent,
+    # ..., or nfs: its root mounted after them) and time; whether it holds an NFS connection
+    # to the server now. "" / None for any other board.
     boot_stage: str = ""
     boot_event: str = ""
     boot_since: float | None = None
@@ -110,6 +111,6 @@ def with_boot(rows: list[BoardStatus], steps: Mapping[str, BootStep | str]) -> l
         elif isinstance(step, str):
             merged.append(replace(row, boot_stage=f"its server's boot log: {step}"))
         else:
-            merged.append(replace(row, boot_stage=step.describe(), boot_event=step.event,
-                                  boot_since=step.time, boot_nfs=step.nfs))  # fmt: skip
+            merged.append(replace(row, boot_stage=step.describe(), boot_event=step.stage,
+                                  boot_since=step.since, boot_nfs=step.nfs))  # fmt: skip
     return merged

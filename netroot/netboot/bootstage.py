@@ -43,6 +43,25 @@ class BootStep:
     detail: str  # the address handed out, or the TFTP file (relative to the TFTP root)
     time: float | None
     nfs: bool  # it holds a connection to the server's NFS port now
+    nfs_time: float | None = None  # when data last came in on it (None: the server can't say)
+
+    @property
+    def mounted_since(self) -> bool:
+        """NFS traffic after the last DHCP/TFTP step: this boot mounted its root. (dnsmasq's
+        stamps are whole seconds: traffic within the step's second is not counted as after.)"""
+        if not self.nfs or self.nfs_time is None:
+            return False
+        return self.time is None or self.nfs_time >= self.time + 1
+
+    @property
+    def stage(self) -> str:
+        """The newest stage's name: "nfs" when the root was mounted after the step, else the
+        step's event."""
+        return "nfs" if self.mounted_since else self.event
+
+    @property
+    def since(self) -> float | None:
+        return self.nfs_time if self.mounted_since else self.time
 
     def describe(self) -> str:
         """One line: "tftp: sent nb-01/zImage at 17:42:03, no NFS connection now"."""
@@ -51,8 +70,16 @@ class BootStep:
             step = f"{words} {self.detail}".strip() + f" at {_clock(self.time)}"
         else:
             step = "no DHCP or TFTP for it in the server's dnsmasq log"
-        nfs = "its root mounted (NFS connection open)" if self.nfs else "no NFS connection now"
-        return f"{step}, {nfs}"
+        if self.mounted_since:
+            return f"nfs: root mounted, traffic at {_clock(self.nfs_time)} (after {step})"
+        if not self.nfs:
+            return f"{step}, no NFS connection now"
+        if self.nfs_time is None:  # no `ss` on the server: the connection's age is unknown
+            return f"{step}, an NFS connection open (maybe an earlier boot's)"
+        return (
+            f"{step}, no NFS traffic since (its open connection is an earlier boot's, last "
+            f"traffic at {_clock(self.nfs_time)})"
+        )
 
 
 def _clock(when: float | None) -> str:
@@ -88,7 +115,7 @@ def parse_reply(server: str, text: str, stderr: str = "") -> dict[str, BootStep]
         raise NetrootError(f"{server}: no dnsmasq log there yet (provision sets dnsmasq up)")
     return {
         name: BootStep(str(s.get("event", "")), str(s.get("detail", "")), s.get("time"),
-                       bool(s.get("nfs")))
+                       bool(s.get("nfs")), s.get("nfs_time"))
         for name, s in reply["boards"].items()
     }  # fmt: skip
 

@@ -6,7 +6,8 @@ Read-only. netroot sends it in the ssh command line (netroot.bundle.helper_comma
     {"log": "/var/log/netroot-dnsmasq.log", "tftp_root": "/srv/netroot-tftp",
      "max_bytes": 4194304, "boards": [{"name": "nb-01", "mac": "...", "address": "10.77.0.20"}]}
 
-and prints one JSON line: {"ok": true, "boards": {name: {"event", "detail", "time", "nfs"}}}.
+and prints one JSON line: {"ok": true, "boards": {name: {"event", "detail", "time", "nfs",
+"nfs_time"}}, "log_exists": bool}.
 
 Two sources, both the server's own:
 - dnsmasq's log (the role runs it with log-dhcp and --log-facility=FILE; each TFTP file sent is
@@ -14,10 +15,13 @@ Two sources, both the server's own:
   (TFTP lines). The log is read backwards from its end, and then its rotated part (`.1`,
   logrotate's), only until every board asked about has a line or `max_bytes` are read: the
   cost grows with the lines written since the boards' last boot steps, not with the log.
-- the NFS server's socket table (/proc/net/tcp and tcp6, its network namespace): whether the
-  board holds a connection to port 2049 now. Neither Ganesha nor nfsd logs a mount at the
-  levels the role sets, so a connection is what the server can tell of the board's root mount;
-  it is "now", without a time (the kernel client drops a connection idle for 5 minutes).
+- the NFS server's sockets: whether the board holds an established TCP connection to port 2049
+  now, and when data last came in on it (`ss -ti`'s lastrcv, from the kernel's tcp_info; the
+  socket table /proc/net/tcp, without that time, where there is no `ss`). Neither Ganesha nor
+  nfsd logs a mount at the levels the role sets, so the connection is what the server can tell
+  of the board's root mount. Its time matters: a board power-cycled mid-boot sends no FIN, and
+  the server keeps its earlier boot's connection open; only traffic after the board's last
+  DHCP/TFTP step is this boot's.
 
 dnsmasq stamps its lines in the server's local time without a year ("Dec  7 17:42:03"): they
 are turned into epoch seconds here, on the server, in its time zone.
@@ -28,6 +32,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -187,6 +193,45 @@ def nfs_peers(proc_net: Path = Path("/proc/net")) -> set[str]:
     return peers
 
 
+SS = ("/usr/bin/ss", "/bin/ss", "/usr/sbin/ss", "/sbin/ss")
+_LASTRCV = re.compile(r"\blastrcv:(\d+)")
+
+
+def parse_ss(text: str, now: float) -> dict[str, float]:
+    """`ss -H -t -i -n state established ( sport = :2049 )`'s output: peer address -> when data
+    last came in from it (the newest of its connections), in epoch seconds."""
+    found: dict[str, float] = {}
+    peer = ""
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if not line[0].isspace():  # "Recv-Q Send-Q local:port peer:port": a socket
+            fields = line.split()
+            address = fields[3].rpartition(":")[0] if len(fields) >= 4 else ""
+            peer = address.strip("[]").removeprefix("::ffff:")
+            continue
+        last = _LASTRCV.search(line)  # its tcp_info, on the next (indented) line
+        if peer and last:
+            when = now - int(last.group(1)) / 1000
+            found[peer] = max(when, found.get(peer, when))
+    return found
+
+
+def nfs_connections(now: float, proc_net: Path = Path("/proc/net")) -> dict[str, float | None]:
+    """The peers holding an established connection to the NFS port -> when data last came
+    in from each (None: this host has no `ss`, only /proc/net/tcp says they are there)."""
+    ss = next((p for p in SS if os.access(p, os.X_OK)), None) or shutil.which("ss")
+    if ss:
+        argv = [ss, "-H", "-t", "-i", "-n", "state", "established", f"( sport = :{NFS_PORT} )"]
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            proc = None
+        if proc is not None and proc.returncode == 0:
+            return dict(parse_ss(proc.stdout, now))
+    return dict.fromkeys(nfs_peers(proc_net))
+
+
 def answer(request: Any, now: float, proc_net: Path = Path("/proc/net")) -> dict[str, Any]:
     """The reply to one request (module docstring); a malformed request: ok false, why."""
     if not isinstance(request, dict) or not isinstance(request.get("boards"), list):
@@ -204,9 +249,13 @@ def answer(request: Any, now: float, proc_net: Path = Path("/proc/net")) -> dict
         steps = last_steps(newest_lines(Path(log), budget), boards, root, now)
     except OSError as exc:
         return {"ok": False, "error": f"{log}: {exc.strerror or exc}"}
-    peers = nfs_peers(proc_net)
+    peers = nfs_connections(now, proc_net)
     reply = {
-        b["name"]: {**steps.get(b["name"], {}), "nfs": b.get("address", "") in peers}
+        b["name"]: {
+            **steps.get(b["name"], {}),
+            "nfs": b.get("address", "") in peers,
+            "nfs_time": peers.get(b.get("address", "")),
+        }
         for b in boards
     }
     return {"ok": True, "boards": reply, "log_exists": Path(log).exists()}

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from netroot import bundle
+from netroot.netboot.bootstage import BootStep, parse_reply
 from tests.integration.netboot.test_pi3b_rom import (  # the fixtures, and what they serve
     BOARD_ADDRESS,
     FILES,
@@ -61,7 +62,7 @@ def test_each_boot_step_is_named_from_the_servers_own_records(
     server: Server,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    assert _stage(server, tmp_path) == {"nfs": False}  # nothing yet
+    assert _stage(server, tmp_path) == {"nfs": False, "nfs_time": None}  # nothing yet
     started = time.time()
     assert server.discover(MAC, wait=20) is not None
     step = _stage(server, tmp_path)
@@ -76,27 +77,46 @@ def test_each_boot_step_is_named_from_the_servers_own_records(
     step = _stage(server, tmp_path)
     assert (step["event"], step["detail"]) == ("tftp-missing", f"{SERIAL}/kernel8.img")
 
-    # Its root mount: a TCP connection from the board's address to the server's NFS port.
+    # Its root mount: a TCP connection from the board's address to the server's NFS port, data
+    # sent on it a second or more after the last step (dnsmasq's stamps are whole seconds).
     listener = subprocess.Popen(
         ["ip", "netns", "exec", server.ns.server, sys.executable, "-c",
-         "import socket,time\ns=socket.create_server(('', 2049))\nc=s.accept()\ntime.sleep(60)"],
+         "import socket,time\ns=socket.create_server(('', 2049))\nc=s.accept()[0]\n"
+         "c.recv(1)\ntime.sleep(60)"],
     )  # fmt: skip
     client = None
     try:
+        time.sleep(1.2)
         connect = (
             f"import socket,time\nwhile True:\n try:\n  s=socket.create_connection("
             f"('{SERVER}', 2049)); break\n except OSError: time.sleep(0.2)\n"
-            "print('up', flush=True)\ntime.sleep(60)"
+            "s.sendall(b'x')\nprint('up', flush=True)\ntime.sleep(60)"
         )
         client = subprocess.Popen(
             ["ip", "netns", "exec", server.ns.rom, sys.executable, "-c", connect],
             stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert client.stdout is not None and client.stdout.readline() == "up\n"
+        time.sleep(0.3)  # the byte reaches the listener's socket
         step = _stage(server, tmp_path)
         assert step["nfs"] is True and step["event"] == "tftp-missing"
+        mounted = _boot_step(step)
+        assert mounted.stage == "nfs" and mounted.describe().startswith("nfs: root mounted")
+        # A later boot step with no NFS traffic after it: the open connection is an earlier
+        # boot's (a board power-cycled mid-boot sends no FIN).
+        time.sleep(1.2)
+        server.fetch("bootcode.bin")
+        later = _boot_step(_stage(server, tmp_path))
+        assert later.nfs and later.stage == "tftp-sent" and not later.mounted_since
+        assert "no NFS traffic since" in later.describe()
     finally:
         for proc in (client, listener):
             if proc is not None:
                 proc.kill()
                 proc.wait()
+
+
+def _boot_step(step: dict[str, object]) -> BootStep:
+    """The step as `status` reads it (netroot.netboot.bootstage.parse_reply)."""
+    reply = json.dumps({"ok": True, "boards": {"pi-01": step}})
+    return parse_reply("nfs-01", reply)["pi-01"]

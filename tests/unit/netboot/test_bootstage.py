@@ -106,18 +106,34 @@ def _row(board: str, reachable: bool) -> BoardStatus:
 
 
 def test_status_merges_the_step_into_unreachable_diskless_rows_only() -> None:
-    step = BootStep("DHCPACK", "10.88.0.11", 1_000.0, True)
+    step = BootStep("DHCPACK", "10.88.0.11", 1_000.0, True, 1_030.0)
     rows = [_row("pi-01", False), _row("pi-02", True), _row("pi-03", False)]
     merged = with_boot(rows, {"pi-01": step, "pi-02": step, "pi-03": "nfs-01: no answer"})
-    assert merged[0].boot_stage == step.describe() and merged[0].boot_event == "DHCPACK"
-    assert merged[0].boot_since == 1_000.0 and merged[0].boot_nfs is True
-    assert "its root mounted (NFS connection open)" in merged[0].boot_stage
+    assert merged[0].boot_stage == step.describe() and merged[0].boot_event == "nfs"
+    assert merged[0].boot_since == 1_030.0 and merged[0].boot_nfs is True
+    assert merged[0].boot_stage.startswith("nfs: root mounted, traffic at ")
     assert merged[1] == rows[1]  # reachable: nothing to find
     assert merged[2].boot_stage == "its server's boot log: nfs-01: no answer"
     assert merged[0].to_dict()["boot_stage"] == merged[0].boot_stage  # --json carries it
     assert BootStep("", "", None, False).describe() == (
         "no DHCP or TFTP for it in the server's dnsmasq log, no NFS connection now"
     )
+
+
+def test_only_nfs_traffic_after_the_last_step_counts_as_this_boots_mount() -> None:
+    """A board power-cycled mid-boot sends no FIN: the server keeps its earlier boot's
+    connection (what the lab showed: `tftp: sent initrd.img`, and a connection still open)."""
+    at = time.mktime(time.strptime("2026 Dec 7 17:26:37", "%Y %b %d %H:%M:%S"))
+    stale = BootStep("tftp-sent", "4e420001/initrd.img", at, True, at - 60)
+    assert (stale.stage, stale.since, stale.mounted_since) == ("tftp-sent", at, False)
+    assert "no NFS traffic since (its open connection is an earlier boot's" in stale.describe()
+    same_second = BootStep("tftp-sent", "x", at, True, at + 0.5)  # dnsmasq's stamp is whole
+    assert not same_second.mounted_since
+    after = BootStep("DHCPACK", "10.77.0.51", at, True, at + 25)
+    assert (after.stage, after.since) == ("nfs", at + 25)
+    assert after.describe().endswith("(after dhcp: ack 10.77.0.51 at 17:26:37)")
+    unknown = BootStep("DHCPACK", "10.77.0.51", at, True, None)  # no `ss` on the server
+    assert unknown.stage == "DHCPACK" and "maybe an earlier boot's" in unknown.describe()
 
 
 def test_status_names_an_unreachable_diskless_boards_boot_stage(

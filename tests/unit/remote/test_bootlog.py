@@ -155,7 +155,25 @@ def test_the_program_answers_one_request(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     reply = json.loads(proc.stdout)
     assert reply["ok"] and reply["boards"]["pi-01"]["event"] == "DHCPACK"
-    assert reply["boards"]["pi-02"] == {"nfs": False}
+    assert reply["boards"]["pi-02"] == {"nfs": False, "nfs_time": None}
     bad = subprocess.run([sys.executable, "-I", str(program)], input='{"log": "rel", "boards": []}',
                          capture_output=True, text=True, check=False)  # fmt: skip
     assert bad.returncode == 1 and "not an absolute path" in json.loads(bad.stdout)["error"]
+
+
+# `ss -H -t -i -n state established '( sport = :2049 )'` (iproute2 6.1) on a server: pi-01's
+# two connections (IPv4-mapped, as Ganesha's IPv6 socket shows them, and IPv4), each with its
+# tcp_info line; the newest traffic wins.
+SS = """\
+0      0      [::ffff:10.213.7.1]:2049  [::ffff:10.213.7.50]:1013
+\t cubic wscale:7,7 rto:204 rtt:0.5/0.25 mss:1448 lastsnd:4000 lastrcv:4200 lastack:4000
+0      0      10.213.7.1:2049  10.213.7.50:1015
+\t cubic wscale:7,7 rto:204 rtt:0.5/0.25 mss:1448 lastsnd:900 lastrcv:1500 lastack:900
+0      0      10.213.7.1:2049  10.213.7.53:700
+\t cubic wscale:7,7 rto:204 rtt:0.5/0.25 mss:1448 lastsnd:60000 lastrcv:61000 lastack:60000
+"""
+
+
+def test_ss_gives_each_nfs_peer_its_last_traffic() -> None:
+    assert bootlog.parse_ss(SS, 1000.0) == {"10.213.7.50": 998.5, "10.213.7.53": 939.0}
+    assert bootlog.parse_ss("", 1000.0) == {}
