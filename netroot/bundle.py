@@ -67,7 +67,8 @@ HELPER_MODULES = (
     "netroot.remote.export",
     "netroot.remote.fleet",
 )
-HELPERS = ("netroot.remote.export", "netroot.remote.fleet")
+# netroot.remote.bootlog (read-only, stdlib only): where `status` finds a diskless board's boot.
+HELPERS = ("netroot.remote.export", "netroot.remote.fleet", "netroot.remote.bootlog")
 # The TFTP tree tool (netroot.remote.switch) and what it imports, in dependency order.
 TFTP_MODULES = (
     "netroot.errors",
@@ -79,7 +80,8 @@ TFTP_MODULES = (
 # Every program run on the NFS server: the module whose main(argv) it calls -> the modules it
 # carries.
 SERVER_PROGRAMS: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(HELPERS, HELPER_MODULES),
+    **dict.fromkeys(HELPERS[:2], HELPER_MODULES),
+    "netroot.remote.bootlog": ("netroot.remote.bootlog",),
     "netroot.remote.nfs_check": ("netroot.remote.nfs_check",),
     "netroot.remote.switch": TFTP_MODULES,
 }

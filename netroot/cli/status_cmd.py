@@ -50,8 +50,9 @@ def read_status(app: AppContext, targets: list[str] | None) -> Seen:
     with the state and the rule. Read-only: never waits for, nor takes, the writer's lock."""
     from netroot.fleet import events as log
     from netroot.fleet.probe import observe_all
-    from netroot.fleet.status import board_status
+    from netroot.fleet.status import board_status, with_boot
     from netroot.fleet.where import open_fleet
+    from netroot.netboot.bootstage import boot_steps
 
     fleet = open_fleet(app.inventory())
     inv = fleet.inventory
@@ -61,6 +62,11 @@ def read_status(app: AppContext, targets: list[str] | None) -> Seen:
     wanted = fleet.desired(boards, state, down)
     last = log.last_by_board(log.parse(fleet.store.read_events()))
     rows = board_status(boards, state, observe_all(boards), wanted, down, last)
+    # An unreachable diskless board: where its boot stopped, from its NFS server's own records
+    # (a server already found down is not asked again: its boards' drift says why).
+    lost = {r.board for r in rows if not r.reachable}
+    asked = [b for b in boards if b.name in lost and b.server not in down]
+    rows = with_boot(rows, boot_steps(inv, asked))
     return Seen(inv, boards, state, down, rows)
 
 
@@ -110,6 +116,8 @@ def status(
                 app.out.info(r.error if r.error.startswith(r.board) else f"{r.board}: {r.error}")
             if r.stuck:  # where it stopped, from the event log
                 app.out.info(f"{r.board}: last seen {r.stage} {_ago(r.stage_since)}")
+            if r.boot_stage:  # a diskless board: where its boot stopped, from its server
+                app.out.info(f"{r.board}: boot: {r.boot_stage}")
     raise typer.Exit(int(_exit_for(rows, down)))
 
 

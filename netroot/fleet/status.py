@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from netroot.fleet.boardfacts import BoardFacts
 from netroot.fleet.desired import Desired
 from netroot.fleet.events import Event
 from netroot.fleet.state import State
 from netroot.inventory import Board
+
+if TYPE_CHECKING:
+    from netroot.netboot.bootstage import BootStep
 
 
 @dataclass(frozen=True)
@@ -29,10 +32,19 @@ class BoardStatus:
     server: str = ""  # the NFS server it mounts or boots from (netroot_nfs_server)
     stage: str = ""  # the last stage the event log saw it in (netroot.fleet.events)
     stage_since: float | None = None
+    # A diskless board found unreachable: its newest boot step in its NFS server's records
+    # (netroot.netboot.bootstage), as one line; the stage's name (a DHCP message, tftp-sent,
+    # ..., or nfs: its root mounted after them) and time; whether it holds an NFS connection
+    # to the server now. "" / None for any other board.
+    boot_stage: str = ""
+    boot_event: str = ""
+    boot_since: float | None = None
+    boot_nfs: bool | None = None
 
     @property
     def stuck(self) -> bool:
-        """Unreachable, and its last stage was not an ending: where it stopped is `stage`."""
+        """Unreachable, and its last stage in the event log was not an ending: where it
+        stopped is `stage` (a diskless board's boot, `boot_stage`, is said whatever this is)."""
         return not self.reachable and self.stage in ("switching", "smoking", "assigned")
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,3 +98,19 @@ def board_status(
             )
         )
     return rows
+
+
+def with_boot(rows: list[BoardStatus], steps: Mapping[str, BootStep | str]) -> list[BoardStatus]:
+    """The rows, each unreachable diskless board's with its server's boot step (or why the
+    server could not tell) merged in (pure)."""
+    merged = []
+    for row in rows:
+        step = steps.get(row.board)
+        if row.reachable or step is None:
+            merged.append(row)
+        elif isinstance(step, str):
+            merged.append(replace(row, boot_stage=f"its server's boot log: {step}"))
+        else:
+            merged.append(replace(row, boot_stage=step.describe(), boot_event=step.stage,
+                                  boot_since=step.since, boot_nfs=step.nfs))  # fmt: skip
+    return merged

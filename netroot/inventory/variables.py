@@ -168,7 +168,10 @@ netroot_nfs_server_dnsmasq_conf | server-role | /etc/netroot/dnsmasq.conf | dnsm
     configuration.
 netroot_nfs_server_dnsmasq_pidfile | server-role | /run/netroot-dnsmasq.pid | dnsmasq's PID
     file.
-netroot_nfs_server_dnsmasq_log | server-role | /var/log/netroot-dnsmasq.log | dnsmasq's log.
+netroot_nfs_server_dnsmasq_log | server-role | /var/log/netroot-dnsmasq.log | dnsmasq's log
+    (DHCP and TFTP): where `status` finds a diskless board's boot stage.
+netroot_nfs_server_dnsmasq_log_max | server-role | 8M | logrotate's size for that log (one old
+    part kept), where /etc/logrotate.d exists.
 netroot_nfs_server_dnsmasq_user | server-role | dnsmasq | The user dnsmasq runs as.
 netroot_nfs_server_lib_dir | server-role | /usr/local/lib/netroot | Where netroot-tftp is
     installed.
@@ -207,6 +210,7 @@ netroot_nfs_server_systemd | internal | - | roles/netroot_nfs_server: register
 netroot_nfs_server_ganesha_start | internal | - | roles/netroot_nfs_server: register
 netroot_nfs_server_dnsmasq_bin | internal | - | roles/netroot_nfs_server: register
 netroot_nfs_server_dnsmasq_start | internal | - | roles/netroot_nfs_server: register
+netroot_nfs_server_logrotate_dir | internal | - | roles/netroot_nfs_server: register
 netroot_nfs_server_exportfs | internal | - | roles/netroot_nfs_server: register
 netroot_nfs_server_exports_written | internal | - | roles/netroot_nfs_server: register
 netroot_nfs_server_reexport | internal | - | roles/netroot_nfs_server: register
