@@ -13,7 +13,7 @@ from netroot.fleet.state import State
 from netroot.inventory import Board
 
 if TYPE_CHECKING:
-    from netroot.netboot.bootstage import BootStep
+    from netroot.netboot.bootstep import BootStep
 
 
 @dataclass(frozen=True)

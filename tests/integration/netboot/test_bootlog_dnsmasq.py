@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from netroot import bundle
-from netroot.netboot.bootstage import BootStep, parse_reply
+from netroot.netboot.bootstep import BootStep, parse_reply
 from tests.integration.netboot.test_pi3b_rom import (  # the fixtures, and what they serve
     BOARD_ADDRESS,
     FILES,

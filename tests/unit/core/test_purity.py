@@ -45,6 +45,9 @@ IO_MODULES = (
     "netroot.fleet.where",  # a remote root's state and lock: a helper session over ssh
     "netroot.fleet.probe",  # the status probe's SSH round trip
     "netroot.netboot.install",  # dnsmasq --test before a config is installed
+    "netroot.netboot.bootstage",  # asks each NFS server for its diskless boards' boot step
+    # Run on the NFS server (sent by netroot.bundle): its NFS clients from `ss -ti`.
+    "netroot.remote.bootlog",
     "netroot.provision.apply",  # runs the playbook
     "netroot.rollout.drive",  # provision + smoke on real boards, a batch at a time
     "netroot.rollout.runner",  # a rollout or rollback from plan to recorded result

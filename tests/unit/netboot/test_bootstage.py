@@ -14,7 +14,8 @@ import yaml
 from netroot.errors import NetrootError
 from netroot.fleet.status import BoardStatus, with_boot
 from netroot.inventory import Inventory, load
-from netroot.netboot.bootstage import BootStep, boot_steps, parse_reply, request_for
+from netroot.netboot.bootstage import boot_steps
+from netroot.netboot.bootstep import BootStep, parse_reply, request_for
 from tests.unit.core.fleetkit import netroot_cli
 
 TFTP = "/srv/netroot-tftp"
@@ -53,9 +54,13 @@ def _inventory(tmp_path: Path, ssh: str) -> Inventory:
 
 @pytest.fixture
 def local_ssh(tmp_path: Path) -> str:
-    """An `ssh` that runs its last argument (the remote command) here, with sh."""
+    """An `ssh` that runs its last argument (the remote command) here, with sh; `ssh -G` (the
+    options netroot reads before it connects) is the real client's."""
     ssh = tmp_path / "ssh"
-    ssh.write_text('#!/bin/bash\nexec /bin/sh -c "${@: -1}"\n')
+    ssh.write_text(
+        '#!/bin/bash\nfor a; do [ "$a" = -G ] && exec /usr/bin/ssh "$@"; done\n'
+        'exec /bin/sh -c "${@: -1}"\n'
+    )
     ssh.chmod(0o755)
     return str(ssh)
 
@@ -91,7 +96,8 @@ def test_the_servers_program_tells_each_diskless_boards_step(
 def test_a_server_that_cannot_be_read_is_named_for_its_boards(tmp_path: Path) -> None:
     inv = _inventory(tmp_path, "/bin/false")
     steps = boot_steps(inv, [inv.boards["pi-01"], inv.boards["pi-03"]])
-    assert steps == {"pi-01": "nfs-01: reading its boot log: no answer"}
+    # an ssh that fails without a word fails already at `ssh -G` (the options read first)
+    assert steps == {"pi-01": "nfs-01: ssh refuses its options: ssh failed without a word"}
     with pytest.raises(NetrootError, match="nfs-01: reading its boot log: no such file"):
         parse_reply("nfs-01", '{"ok": false, "error": "no such file"}')
     with pytest.raises(NetrootError, match="nfs-01: no dnsmasq log there yet"):
