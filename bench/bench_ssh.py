@@ -9,15 +9,18 @@ exchange, login) and the median of the next commands. Ratios against paramiko's,
 over to a board (whose round trips are slower, for every client alike). With --power-off,
 also how long a session takes to say that a board powered off a moment ago (its ARP entry still
 valid) is unreachable, against ssh alone with the same retries (netroot before issue 38: it
-waits out ConnectTimeout, then tries again). Prints JSON.
+waits out ConnectTimeout, then tries again), and how long a whole `netroot status` of that board
+takes (`status_s`: the process, Python's start included). Prints JSON.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -25,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from netroot.adapters.ssh import Session, Unreachable
+from netroot.errors import Exit
 from netroot.sshtarget import SshTarget, ssh_argv, ssh_said
-from tests.integration.provision_hosts import NetnsHost, netns_host
+from tests.integration.provision_hosts import NetnsHost, netns_host, write_inventory
 
 
 def _timed(first: Callable[[], Any], then: Callable[[], Any], commands: int) -> dict[str, float]:
@@ -71,6 +75,32 @@ def _paramiko(host: NetnsHost, commands: int) -> dict[str, float]:
         return _timed(connect, command, commands)
     finally:
         client.close()
+
+
+def _status_powered_off() -> float:
+    """Seconds `netroot status` takes, a whole process, over a board powered off a moment ago."""
+    with tempfile.TemporaryDirectory() as tmp, netns_host(Path(tmp)) as board:
+        target = SshTarget("off", board.address, 22, "root", str(board.key), str(board.known_hosts))
+        with Session(target) as session:
+            session.run("true")  # the board answered: its ARP entry is fresh
+        (Path(tmp) / "root").mkdir()
+        pi = {"ansible_host": board.address, "ansible_user": "root",
+              "ansible_private_key_file": str(board.key),
+              "netroot_known_hosts": str(board.known_hosts)}  # fmt: skip
+        server = {"ansible_host": "127.0.0.1", "netroot_export_root": str(Path(tmp) / "root")}
+        inventory = write_inventory(Path(tmp) / "inventory.yml", {"all": {"children": {
+            "nfs_servers": {"hosts": {"nfs-01": server}},
+            "boards": {"hosts": {"pi-off": pi}}}}})  # fmt: skip
+        board.exec("ip", "addr", "del", f"{board.address}/24", "dev", "eth0")
+        t0 = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "netroot", "status", "-i", str(inventory)],
+            capture_output=True, text=True, env={**os.environ, "NETROOT_HOME": tmp},
+            cwd=tmp,  # `python -m` puts the working directory first: netroot from PYTHONPATH
+        )  # fmt: skip
+        took = time.monotonic() - t0
+        assert done.returncode == Exit.UNREACHABLE and "powered off" in done.stderr, done.stderr
+        return took
 
 
 def _powered_off(watched: bool) -> float:
@@ -119,6 +149,7 @@ def main() -> None:
     if args.power_off:
         session_s, ssh_s = _powered_off(watched=True), _powered_off(watched=False)
         result["powered_off"] = {
+            "status_s": _status_powered_off(),
             "session_s": session_s,
             "ssh_alone_s": ssh_s,
             "ratio": session_s / ssh_s,

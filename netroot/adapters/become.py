@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from netroot.adapters.ssh import Session, TargetError, Unreachable, resolve
+from netroot import threadwait
+from netroot.adapters.ssh import Session, TargetError, Unreachable, end_all, resolve
 from netroot.errors import Exit
 from netroot.sshtarget import SshTarget
 
@@ -86,8 +87,15 @@ def check_privileges(targets: Sequence[SshTarget], proven: Collection[str] = ())
 
     if not targets:
         return
-    with ThreadPoolExecutor(max_workers=min(8, len(targets))) as pool:
-        problems = list(pool.map(probe, targets))
+    pool = ThreadPoolExecutor(max_workers=min(8, len(targets)))
+    try:
+        # Not pool.map: its wait would not notice a Ctrl-C a worker thread took (threadwait).
+        problems = threadwait.results([pool.submit(probe, t) for t in targets])
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        end_all()  # no sudo probe's ssh left waiting on a silent host
+        raise
+    pool.shutdown()
     for target, problem in problems:
         if problem:
             raise BecomeRefused(target, problem)

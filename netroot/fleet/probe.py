@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from netroot import threadwait
 from netroot.adapters.become import sudo_refused
 from netroot.adapters.ssh import Session, Unreachable, end_all
 from netroot.fleet.boardfacts import PROBE, BoardFacts, parse_probe
@@ -34,7 +35,9 @@ def observe_all(boards: list[Board]) -> dict[str, tuple[BoardFacts | None, str]]
     """Observe every board in parallel (SSH round trips are slow on TCG boards)."""
     pool = ThreadPoolExecutor(max_workers=max(1, min(16, len(boards))))
     try:
-        found = dict(zip((b.name for b in boards), pool.map(observe, boards), strict=True))
+        # Not pool.map: its wait would not notice a Ctrl-C a worker thread took (threadwait).
+        seen = threadwait.results([pool.submit(observe, b) for b in boards])
+        found = dict(zip((b.name for b in boards), seen, strict=True))
     except BaseException:
         # Ctrl-C: do not wait for the probes still waiting on a silent host (up to a minute),
         # nor leave their ssh behind (each in a session of its own, out of the keyboard's reach).

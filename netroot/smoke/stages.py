@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from netroot import threadwait
 from netroot.adapters.become import BecomeRefused, become_problem, sudo_refused
 from netroot.adapters.ssh import Session, Unreachable
 from netroot.errors import UsageError
@@ -178,7 +179,8 @@ def run_smoke(
     sessions = {b.name: Session(target_for(b.host)) for b in boards}
     pool = ThreadPoolExecutor(max_workers=max(1, min(8, len(boards))))
     try:
-        reports = list(pool.map(lambda b: _probe(b, sessions[b.name]), boards))
+        # Not pool.map: its wait would not notice a Ctrl-C a worker thread took (threadwait).
+        reports = threadwait.results([pool.submit(_probe, b, sessions[b.name]) for b in boards])
         for report in reports:
             for stage in order:
                 report.summary.update(stage.idle)
@@ -208,8 +210,8 @@ def _still(ready: Mapping[str, BoardReport], name: str) -> bool:
 
 def _each(pool: ThreadPoolExecutor, boards: Sequence[ReadyBoard]) -> Each:
     def each(run_on: Callable[[ReadyBoard], StageResult]) -> dict[str, StageResult]:
-        runs = [(b.board.name, pool.submit(run_on, b)) for b in boards]
-        return {name: run.result() for name, run in runs}
+        runs = [pool.submit(run_on, b) for b in boards]
+        return dict(zip((b.board.name for b in boards), threadwait.results(runs), strict=True))
 
     return each
 
