@@ -36,7 +36,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.soak_check import BUSY, INVARIANTS, Step, check
+from bench.soak_check import INVARIANTS, Step, check, refused
 from bench.soak_report import commit, readme_row
 from bench.soakfaults import OPS_FOR, Faults, say
 from bench.soaklab import IMAGE_NAME, SoakLab
@@ -142,10 +142,9 @@ def one_op(lab: SoakLab, n: int, faults: Faults, last: list[str]) -> tuple[Step,
         rerun_rc = rerun(lab, argv, "its")
     after = lab.current()
     second_rerun_rc = None
-    if second_rc not in (None, 0, BUSY):
-        if not (second[0] == "rollback" and second_rc == 2):  # nothing to roll back to
-            say(f"  the second control host's exit {second_rc}: {last_line(second_err)}; again")
-            second_rerun_rc = rerun(lab, second, "the second control host's")
+    if second_rc is not None and not refused(second[0], second_rc):
+        say(f"  the second control host's exit {second_rc}: {last_line(second_err)}; again")
+        second_rerun_rc = rerun(lab, second, "the second control host's")
     line = {"n": n, "op": op, "fault": kind, "moment": when, "board": chosen.board.name,
             "fired": chosen.fired, "why_not": chosen.why_not, "rc": rc, "rerun_rc": rerun_rc,
             "seconds": round(seconds)}  # fmt: skip

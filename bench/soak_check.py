@@ -233,6 +233,12 @@ def _boards(seen: Seen, state: Mapping[str, Any]) -> Iterator[Violation]:
                 )
 
 
+def refused(op: str, rc: int) -> bool:
+    """A second control host's run that needs no rerun: green, refused because the first one
+    held the lock, or a rollback with nothing to roll back to (exit 2)."""
+    return rc in (0, BUSY) or (op == "rollback" and rc == 2)
+
+
 def _step(step: Step) -> Iterator[Violation]:
     for run, ran, was, now in step.runs():
         for server in sorted(set(was) | set(now)):
@@ -250,7 +256,8 @@ def _step(step: Step) -> Iterator[Violation]:
         yield Violation(
             "rerun-finishes", f"{step.op} run again after its fault exited {step.rerun_rc}"
         )
-    if step.second_rc not in (None, 0, BUSY) and step.second_rerun_rc is None:
+    second_failed = step.second_rc is not None and not refused(step.second_op, step.second_rc)
+    if second_failed and step.second_rerun_rc is None:
         yield Violation(
             "rerun-finishes",
             f"the second control host's {step.second_op} exited {step.second_rc}, not run again",

@@ -173,6 +173,7 @@ def test_a_second_control_host_that_moved_current_or_did_not_finish() -> None:
     }
     # The second one refused (busy) needs no rerun; failed otherwise, it does, and must finish.
     assert check(healthy(), _beside("provision", 0, "rollout", 6, moved=False)) == []
+    assert check(healthy(), _beside("provision", 0, "rollback", 2, moved=False)) == []
     unfinished = _beside("provision", 0, "rollout", 4, moved=False)
     assert names(check(healthy(), unfinished)) == {"rerun-finishes"}
     red = _beside("provision", 0, "rollout", 4, second_rerun_rc=4, moved=False)
