@@ -38,8 +38,9 @@ from typing import Any
 
 from bench.soak_check import INVARIANTS, Step, check, refused
 from bench.soak_report import commit, readme_row
-from bench.soakfaults import OPS_FOR, Faults, say
+from bench.soakfaults import OPS_FOR, Chosen, Faults, say
 from bench.soaklab import IMAGE_NAME, SoakLab
+from netroot.lab.plan import make_plan
 
 BASE_IMAGE = "netroot-lab/raspbian:bookworm"
 VARIANTS = 3
@@ -87,17 +88,37 @@ def rerun(lab: SoakLab, argv: list[str], who: str) -> int:
     return again.returncode
 
 
-def one_op(lab: SoakLab, n: int, faults: Faults, last: list[str]) -> tuple[Step, dict[str, Any]]:
-    """Operation n under its fault: the Step to check and the line of the run's log."""
+def draw(
+    faults: Faults, last: list[str]
+) -> tuple[str | None, str, Chosen, list[str], list[str], bool]:
+    """The next operation's choices, all from the seed: its fault, operation, the fault's board
+    and moment, its argv, the second control host's argv, whether a provision reboots."""
     rng = faults.rng
     kind = faults.deal()
     op = rng.choice(OPS_FOR[kind])
-    chosen = faults.choose(kind, op, rng.choice(lab.boards))
+    chosen = faults.choose(kind, op, rng.choice(faults.lab.boards))
     argv = command(op, rng, last[0])
     if op == "rollout":
         last[0] = argv[1]
     second = command(rng.choice(OPS_FOR[None]), rng, last[0])
-    if op == "provision" and (chosen.moment == "rebooting" or rng.random() < 0.3):
+    reboot = op == "provision" and (chosen.moment == "rebooting" or rng.random() < 0.3)
+    return kind, op, chosen, argv, second, reboot
+
+
+def preview(seed: int, count: int, lab: SoakLab, unavailable: set[str]) -> list[str]:
+    """The first `count` operations a seed deals when every fault fires (`--preview`)."""
+    faults, last = Faults(lab, random.Random(seed), unavailable=unavailable), [""]
+    lines = []
+    for n in range(1, count + 1):
+        kind, op, chosen, _, _, _ = draw(faults, last)
+        lines.append(f"#{n} {op}: {kind or 'none'} ({chosen.moment}, {chosen.board.name})")
+    return lines
+
+
+def one_op(lab: SoakLab, n: int, faults: Faults, last: list[str]) -> tuple[Step, dict[str, Any]]:
+    """Operation n under its fault: the Step to check and the line of the run's log."""
+    kind, op, chosen, argv, second, reboot = draw(faults, last)
+    if reboot:
         lab.ssh(chosen.board.address, RESET_CONFIG)  # this provision reboots the board
     when = chosen.moment if chosen.moment != "start" else f"{chosen.delay:.1f} s in"
     say(f"#{n} netroot {' '.join(argv)}; fault {kind or 'none'} ({when}, {chosen.board.name})")
@@ -220,7 +241,20 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--replay", action="store_true", help=f"every seed of {SEEDS.name}")
+    parser.add_argument(
+        "--preview",
+        type=int,
+        default=0,
+        metavar="N",
+        help="print the seed's first N operations and faults, run nothing",
+    )
+    parser.add_argument("--without", default="", help="with --preview: kinds left out (a,b)")
     args = parser.parse_args()
+    if args.preview:
+        plan = make_plan(2, Path("/nonexistent"))
+        unavailable = {k for k in args.without.split(",") if k}
+        print("\n".join(preview(args.seed or 0, args.preview, SoakLab(plan, {}), unavailable)))
+        return
     if args.replay:
         runs = []
         for line in SEEDS.read_text().splitlines():
