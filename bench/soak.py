@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -127,7 +128,7 @@ def one_op(lab: SoakLab, n: int, faults: Faults, last: list[str]) -> tuple[Step,
     before = lab.current()
     events = lab.follow()
     t0 = time.monotonic()
-    proc = lab.netroot(*argv)
+    proc = faults.running = lab.netroot(*argv)
     did: list[str] = []
 
     def fault() -> None:
@@ -179,6 +180,10 @@ def one_op(lab: SoakLab, n: int, faults: Faults, last: list[str]) -> tuple[Step,
     return step, line
 
 
+def interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def soak(seed: int, minutes: float) -> dict[str, object]:
     rng = random.Random(seed)
     lab = SoakLab.running()
@@ -211,15 +216,23 @@ def soak(seed: int, minutes: float) -> dict[str, object]:
     n = 0
     t0 = time.monotonic()
     last = [""]
-    while time.monotonic() < end and not violations:
-        n += 1
-        step, line = one_op(lab, n, faults, last)
-        log.append(line)
-        ops[step.op] += 1
-        found = check(lab.seen(faults.powered), step)
-        checks += 1
-        violations = [f"op #{n} ({step.op}): {v}" for v in found]
-    if not violations:  # the end: once more, after a quiet minute
+    stopped = False
+    signal.signal(signal.SIGTERM, interrupted)  # `timeout`, `kill`: stop as Ctrl-C does
+    try:
+        while time.monotonic() < end and not violations:
+            n += 1
+            step, line = one_op(lab, n, faults, last)
+            log.append(line)
+            ops[step.op] += 1
+            found = check(lab.seen(faults.powered), step)
+            checks += 1
+            violations = [f"op #{n} ({step.op}): {v}" for v in found]
+    except KeyboardInterrupt:
+        stopped = True
+        say(f"stopped during op #{n}: its netroot killed, the faults healed, no last check")
+        faults.notes.append(f"stopped by a signal during op #{n} (not counted, not checked)")
+        faults.stop()
+    if not violations and not stopped:  # the end: once more, after a quiet minute
         time.sleep(min(60.0, max(0.0, end - time.monotonic())))
         violations = [f"at the end: {v}" for v in check(lab.seen(faults.powered))]
         checks += 1

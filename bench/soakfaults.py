@@ -101,6 +101,15 @@ class Faults:
     deck: list[str | None] = field(default_factory=list)
     rounds: int = 0
     second: subprocess.Popen[str] | None = None  # the second control host's netroot
+    running: subprocess.Popen[str] | None = None  # the operation's netroot
+
+    def stop(self) -> None:
+        """The soak stopped (a signal): netroot's runs killed, with their children, and the
+        faults healed, so that the lab is left as a fault would not."""
+        for proc in (self.running, self.second):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)  # each runs in a session of its own
+        self.heal()
 
     def deal(self) -> str | None:
         """The next fault kind: each kind once per round in the seed's order, quiet operations
@@ -146,22 +155,24 @@ class Faults:
         """Delay and loss on the board's link. This host's kernel has no netem (nor tc
         classifiers or actions): the delay is QEMU's filter-buffer on the board's netdev
         (packets both ways held and released every 100-300 ms) plus tbf's queue on its tap
-        (2 Mbit/s: latency under load); the loss is the link cut for 1-3 s every 4-10 s."""
+        (10 Mbit/s: latency under load); the loss is the link cut for 0.5-2 s every 8-20 s.
+        (At 2 Mbit/s and cuts of 1-3 s every 4-10 s, a board reading its root over NFS took
+        246 s to fail its switch: one rollout ate a short run.)"""
         own = random.Random(seed)
         interval = own.choice((100_000, 200_000, 300_000))
         mon = BoardFiles(board.dir(self.lab.plan.lab_dir)).monitor_socket
         hmp(mon, [f"object_add filter-buffer,id=soakdelay,netdev=lan,interval={interval}"])
         tbf = ["ip", "netns", "exec", NETNS, "tc", "qdisc"]
         self.heals.append(("link", [board.name]))
-        subprocess.run([*tbf, "replace", "dev", board.tap, "root", "tbf", "rate", "2mbit",
-                        "burst", "32kbit", "latency", "400ms"], check=True)  # fmt: skip
+        subprocess.run([*tbf, "replace", "dev", board.tap, "root", "tbf", "rate", "10mbit",
+                        "burst", "64kbit", "latency", "400ms"], check=True)  # fmt: skip
         self.heals.append(("argv", [*tbf, "del", "dev", board.tap, "root"]))
         self.flapping.clear()
 
         def flap() -> None:
-            while not self.flapping.wait(own.uniform(4, 10)):
+            while not self.flapping.wait(own.uniform(8, 20)):
                 hmp(mon, ["set_link lan off"])
-                self.flapping.wait(own.uniform(1, 3))
+                self.flapping.wait(own.uniform(0.5, 2))
                 hmp(mon, ["set_link lan on"])
 
         threading.Thread(target=flap, daemon=True).start()
