@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import signal
 import subprocess
@@ -46,6 +47,7 @@ from netroot.lab.plan import make_plan
 BASE_IMAGE = "netroot-lab/raspbian:bookworm"
 VARIANTS = 3
 SEEDS = Path(__file__).with_name("soak_seeds.txt")
+HUNG = 600  # seconds: an operation still running then is killed (a hang is noted, not waited for)
 RESET_CONFIG = (  # as bench_reboot: config.txt as Bookworm ships it, so provision reboots
     "sudo -n sed -i -e '/^# BEGIN netroot qpu boot config$/,/^# END netroot qpu boot config$/d'"
     " -e 's/^#netroot-qpu: //' /boot/firmware/config.txt"
@@ -149,7 +151,14 @@ def one_op(lab: SoakLab, n: int, faults: Faults, last: list[str]) -> tuple[Step,
 
     thread = threading.Thread(target=fault)
     thread.start()
-    _, err = proc.communicate()
+    try:
+        _, err = proc.communicate(timeout=HUNG)
+    except subprocess.TimeoutExpired:  # killed like kill -9, and run again: noted, counted
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate()
+        faults.notes.append(f"#{n}: netroot {' '.join(argv)} ran {HUNG} s under {kind}: killed")
+        faults.hung += 1
+        say(f"  still running after {HUNG} s: killed")
     thread.join()
     events.stop()
     second_rc, second_err = faults.heal()
@@ -245,7 +254,7 @@ def soak(seed: int, minutes: float) -> dict[str, object]:
         "server": lab.plan.server, "operations": dict(ops), "faults": dict(faults.fired),
         "faults_chosen": dict(faults.chosen), "faults_not_fired": dict(not_fired),
         "not_fired_why": faults.not_fired, "checks": checks, "invariants": list(INVARIANTS),
-        "violations": violations, "notes": faults.notes, "log": log,
+        "violations": violations, "hung": faults.hung, "notes": faults.notes, "log": log,
     }  # fmt: skip
 
 

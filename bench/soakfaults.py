@@ -102,6 +102,7 @@ class Faults:
     rounds: int = 0
     second: subprocess.Popen[str] | None = None  # the second control host's netroot
     running: subprocess.Popen[str] | None = None  # the operation's netroot
+    hung: int = 0  # operations killed after soak.HUNG seconds
 
     def stop(self) -> None:
         """The soak stopped (a signal): netroot's runs killed, with their children, and the
