@@ -195,6 +195,7 @@ def interrupted(signum: int, frame: object) -> None:
 
 def soak(seed: int, minutes: float) -> dict[str, object]:
     rng = random.Random(seed)
+    at = commit()  # the code that runs (read now: the tree may move on while the soak runs)
     lab = SoakLab.running()
     say(f"seed {seed}, {minutes} min, {len(lab.boards)} boards, {lab.plan.server} servers")
     for i in range(VARIANTS):
@@ -249,7 +250,7 @@ def soak(seed: int, minutes: float) -> dict[str, object]:
         say(f"VIOLATION (seed {seed}) {v}")
     not_fired = Counter(entry.split(":", 1)[0] for entry in faults.not_fired)
     return {
-        "seed": seed, "commit": commit(), "minutes": minutes,
+        "seed": seed, "commit": at, "minutes": minutes,
         "seconds": round(time.monotonic() - t0), "boards": len(lab.boards),
         "server": lab.plan.server, "operations": dict(ops), "faults": dict(faults.fired),
         "faults_chosen": dict(faults.chosen), "faults_not_fired": dict(not_fired),
