@@ -5,17 +5,21 @@ the invariants checked after every operation (not a test; issue 38).
         python -m bench.soak --seed 7 --minutes 10; python -m netroot lab down'
     python -m bench.soak --replay      # every seed of bench/soak_seeds.txt, its own minutes
 
-Until `--minutes` have passed: pick an operation (rollout, rollback, provision, export) and a
-fault (or none) with `random.Random(seed)`, start the operation, inject the fault at a moment
-chosen from the seed or from what the operation is doing (a board entering `switching` or
-`smoking` in the event log, a board that stopped answering during a provision's reboot), heal
-every fault once the command has ended (power back on, the NFS server started, netem removed,
-the disk freed, every board answering SSH again), run the command again when it failed, then
-read the lab and check the invariants (bench/soak_check.py). A violation stops the soak, printing
-the seed, the operation's number and the violation; the run's figures go to stdout as JSON.
+Until `--minutes` have passed: deal a fault kind (bench/soakfaults.py: every kind once per
+round, in the seed's order), pick an operation it fits (rollout, rollback, provision, export)
+and a board, start the operation and inject the fault at a moment of what the operation is
+doing (a board reaching `switching` or `smoking` in the event log, a board gone quiet in a
+provision's reboot, a second or a few after the start), heal every fault once the command has
+ended (power back on, the NFS server started, the link mended, the disk freed, every board
+answering SSH again), run the command again when it failed (and the second control host's, when
+it failed other than refused), then read the lab and check the invariants
+(bench/soak_check.py). A fault whose moment never came is counted "not fired", with why. A
+violation stops the soak, printing the seed, the operation's number and the violation; the
+run's figures go to stdout as JSON and its row for bench/README.md's table to stderr.
 
-The seed fixes the choices (operations, faults, boards, delays), not the lab's timing: a rerun
-of a seed replays the same sequence, and where a fault lands inside an operation can differ.
+The seed fixes the choices (faults, operations, boards, moments), not the lab's timing: a rerun
+of a seed replays the same sequence as long as the same faults fire (a fault not fired is dealt
+again next), and where a fault lands inside an operation can differ.
 """
 
 from __future__ import annotations
@@ -25,43 +29,29 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from bench.soak_check import INVARIANTS, Step, check
+from bench.soak_check import INVARIANTS, Step, check, refused
+from bench.soak_report import commit, readme_row
+from bench.soakfaults import OPS_FOR, Chosen, Faults, say
 from bench.soaklab import IMAGE_NAME, SoakLab
-from netroot.lab.host.boards import BoardFiles
-from netroot.lab.host.monitor import hmp
-from netroot.lab.plan import NETNS, BoardPlan
+from netroot.lab.plan import make_plan
 
 BASE_IMAGE = "netroot-lab/raspbian:bookworm"
 VARIANTS = 3
 SEEDS = Path(__file__).with_name("soak_seeds.txt")
-OPS = ("rollout", "rollout", "rollback", "provision", "export")  # rollouts twice as often
-FAULTS = ("power-cut", "power-off", "nfs-restart", "nfs-kill", "netem", "kill-9", "disk-full",
-          "two-controllers", None)  # fmt: skip
-LINK_HEAL = ["set_link lan on", "object_del soakdelay"]
-SMALL_FS = 16 << 30  # disk-full only on an export root this small (a soak's own filesystem)
-# Seconds into each operation a fault may land (they take, on 2 lab boards: a rollout 40-150 s,
-# a rollback 30-60, a provision 15-60, an export 2-10): a fault chosen for a moment after the
-# command ended is not injected (faults_chosen counts it, faults does not).
-DELAYS = {"rollout": (1.0, 45.0), "rollback": (1.0, 30.0), "provision": (1.0, 15.0),
-          "export": (0.5, 5.0)}  # fmt: skip
+HUNG = 600  # seconds: an operation still running then is killed (a hang is noted, not waited for)
 RESET_CONFIG = (  # as bench_reboot: config.txt as Bookworm ships it, so provision reboots
     "sudo -n sed -i -e '/^# BEGIN netroot qpu boot config$/,/^# END netroot qpu boot config$/d'"
     " -e 's/^#netroot-qpu: //' /boot/firmware/config.txt"
 )
-
-
-def say(msg: str) -> None:
-    print(f"[soak {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def variant(i: int) -> str:
@@ -70,139 +60,10 @@ def variant(i: int) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "Dockerfile").write_text(f"FROM {BASE_IMAGE}\nCOPY stamp /etc/netroot-stamp\n")
         Path(tmp, "stamp").write_text(f"soak {i}\n")
-        argv = [
-            "docker",
-            "build",
-            "--pull=false",
-            "--platform",
-            "linux/arm/v7",
-            "-q",
-            "-t",
-            ref,
-            tmp,
-        ]
+        argv = ["docker", "build", "--pull=false", "--platform", "linux/arm/v7", "-q", "-t", ref,
+                tmp]  # fmt: skip
         subprocess.run(argv, check=True, capture_output=True)
     return ref
-
-
-@dataclass
-class Faults:
-    """The faults of one operation: injected from a thread, healed when the command has ended."""
-
-    lab: SoakLab
-    rng: random.Random
-    fired: Counter[str] = field(default_factory=Counter)
-    heals: list[tuple[str, list[str] | None]] = field(default_factory=list)
-    powered: dict[str, bool] = field(default_factory=dict)
-    second: subprocess.Popen[str] | None = None
-    notes: list[str] = field(default_factory=list)
-    flapping: threading.Event = field(default_factory=threading.Event)
-    chosen: Counter[str] = field(default_factory=Counter)
-    unavailable: set[str] = field(default_factory=set)
-    last_image: str = ""
-
-    def monitor(self, board: BoardPlan) -> Path:
-        return BoardFiles(board.dir(self.lab.plan.lab_dir)).monitor_socket
-
-    def _bad_link(self, board: BoardPlan) -> None:
-        """Delay and loss on the board's link. This host's kernel has no netem (nor tc
-        classifiers or actions): the delay is QEMU's filter-buffer on the board's netdev
-        (packets both ways held and released every 100-300 ms) plus tbf's queue on its tap
-        (2 Mbit/s: latency under load); the loss is the link cut for 1-3 s every 4-10 s."""
-        own = random.Random(self.rng.random())  # the flaps' timing never shifts the seed's choices
-        interval = own.choice((100_000, 200_000, 300_000))
-        hmp(
-            self.monitor(board),
-            [f"object_add filter-buffer,id=soakdelay,netdev=lan,interval={interval}"],
-        )
-        tbf = ["ip", "netns", "exec", NETNS, "tc", "qdisc"]
-        subprocess.run([*tbf, "replace", "dev", board.tap, "root", "tbf", "rate", "2mbit",
-                        "burst", "32kbit", "latency", "400ms"], check=True)  # fmt: skip
-        self.heals.append(("netem", [*tbf, "del", "dev", board.tap, "root"]))
-        self.heals.append(("link", [board.name]))
-        self.flapping.clear()
-
-        def flap() -> None:
-            while not self.flapping.wait(own.uniform(4, 10)):
-                hmp(self.monitor(board), ["set_link lan off"])
-                self.flapping.wait(own.uniform(1, 3))
-                hmp(self.monitor(board), ["set_link lan on"])
-
-        threading.Thread(target=flap, daemon=True).start()
-
-    def inject(self, kind: str, board: BoardPlan, proc: subprocess.Popen[str], op: str) -> None:
-        lab, srv = self.lab, self.lab.plan.nfs[0]
-        ganesha = lab.plan.server != "kernel"
-        if kind in ("power-cut", "power-off"):
-            monitor = BoardFiles(board.dir(lab.plan.lab_dir)).monitor_socket
-            if kind == "power-cut":
-                hmp(monitor, ["system_reset"])  # the power cut and back on at once
-            else:
-                hmp(monitor, ["stop"])  # off (no answer at all) until healed
-                self.powered[board.name] = False
-                self.heals.append(("power-on", None))
-        elif kind == "nfs-restart":
-            lab.server_sh(srv, "/usr/local/sbin/netroot-ganesha restart" if ganesha
-                          else "systemctl restart nfs-server")  # fmt: skip
-        elif kind == "nfs-kill":
-            lab.server_sh(srv, "kill -9 $(cat /run/netroot-ganesha.pid)" if ganesha
-                          else "rpc.nfsd 0")  # fmt: skip
-            self.heals.append(("nfs-start", None))
-        elif kind == "netem":
-            self._bad_link(board)
-        elif kind == "kill-9":
-            os.kill(proc.pid, signal.SIGKILL)
-        elif kind == "disk-full":
-            root = srv.export_root
-            stat = os.statvfs(root)
-            if stat.f_blocks * stat.f_frsize > SMALL_FS:
-                self.notes.append(f"disk-full skipped: {root} is not a small soak filesystem")
-                return
-            ballast = root / ".soak-ballast"
-            subprocess.run(
-                ["fallocate", "-l", str(stat.f_bavail * stat.f_frsize), ballast], check=False
-            )
-            self.heals.append(("disk", ["rm", "-f", str(ballast)]))
-        elif kind == "two-controllers":
-            other = self.rng.choice(OPS)
-            self.second = lab.netroot(*command(other, self.rng))
-        self.fired[kind] += 1
-        say(f"  fault {kind} on {board.name} while {op} runs")
-
-    def heal(self) -> None:
-        lab, srv = self.lab, self.lab.plan.nfs[0]
-        self.flapping.set()
-        for what, argv in self.heals:
-            if what == "link":
-                hmp(self.monitor(board_named(lab, argv[0] if argv else "")), LINK_HEAL)
-            elif what == "power-on":
-                for b in lab.boards:
-                    if not self.powered.get(b.name, True):
-                        hmp(
-                            BoardFiles(b.dir(lab.plan.lab_dir)).monitor_socket,
-                            ["system_reset", "cont"],
-                        )
-                        self.powered[b.name] = True
-            elif what == "nfs-start":
-                kernel = lab.plan.server == "kernel"
-                start = "systemctl restart nfs-server" if kernel else "netroot-ganesha start"
-                lab.server_sh(srv, start if kernel else f"/usr/local/sbin/{start}")
-            elif argv is not None:
-                subprocess.run(argv, check=False, capture_output=True)
-        self.heals.clear()
-        if self.second is not None:
-            self.second.communicate()
-            self.notes.append(f"second controller exited {self.second.returncode}")
-            self.second = None
-        # Every board answers SSH again (back from a power cut or a reboot), at most 5 min.
-        deadline = time.monotonic() + 300
-        for b in lab.boards:
-            while lab.ssh(b.address, "true", timeout=20) != 0 and time.monotonic() < deadline:
-                time.sleep(3)
-
-
-def board_named(lab: SoakLab, name: str) -> BoardPlan:
-    return next(b for b in lab.boards if b.name == name)
 
 
 def command(op: str, rng: random.Random, last: str = "") -> list[str]:
@@ -218,124 +79,183 @@ def command(op: str, rng: random.Random, last: str = "") -> list[str]:
     return ["provision", "--all"]
 
 
-def _wait_moment(lab: SoakLab, moment: str, board: BoardPlan, proc: subprocess.Popen[str],
-                 delay: float, since: int) -> bool:  # fmt: skip
-    """Wait for the fault's moment while the command runs; False when it ended first."""
-    deadline = time.monotonic() + delay
-    while proc.poll() is None:
-        if moment in ("switching", "smoking"):
-            with lab.events_file().open() as fh:
-                fh.seek(since)
-                if any(
-                    f'"board": "{board.name}"' in ln and f'"event": "{moment}"' in ln for ln in fh
-                ):
-                    return True
-        elif moment == "rebooting":
-            try:
-                socket.create_connection((board.address, 22), timeout=1).close()
-            except OSError:
-                return True
-        elif time.monotonic() >= deadline:
-            return True
-        time.sleep(0.5)
-    return False
+def last_line(err: str) -> str:
+    return err.strip().splitlines()[-1] if err.strip() else ""
 
 
-def one_op(lab: SoakLab, rng: random.Random, n: int, faults: Faults) -> Step:
-    op = rng.choice(OPS)
-    kind = rng.choice([f for f in FAULTS if f not in faults.unavailable])
-    board = rng.choice(lab.boards)
-    moment = "any"
-    if kind in ("power-cut", "power-off"):
-        moments = {"rollout": ("switching", "smoking", "any"), "provision": ("rebooting", "any")}
-        moment = rng.choice(moments.get(op, ("any",)))
-    delay = rng.uniform(*DELAYS[op])
-    argv = command(op, rng, faults.last_image)
+def rerun(lab: SoakLab, argv: list[str], who: str) -> int:
+    again = lab.netroot(*argv)
+    _, err = again.communicate()
+    if again.returncode != 0:
+        say(f"  {who} rerun exit {again.returncode}: {err.strip()[-600:]}")
+    return again.returncode
+
+
+def draw(
+    faults: Faults, last: list[str]
+) -> tuple[str | None, str, Chosen, list[str], list[str], bool]:
+    """The next operation's choices, all from the seed: its fault, operation, the fault's board
+    and moment, its argv, the second control host's argv, whether a provision reboots."""
+    rng = faults.rng
+    kind = faults.deal()
+    op = rng.choice(OPS_FOR[kind])
+    chosen = faults.choose(kind, op, rng.choice(faults.lab.boards))
+    argv = command(op, rng, last[0])
     if op == "rollout":
-        faults.last_image = argv[1]
-    if op == "provision" and (moment == "rebooting" or rng.random() < 0.3):
-        lab.ssh(board.address, RESET_CONFIG)  # this provision reboots the board
+        last[0] = argv[1]
+    second = command(rng.choice(OPS_FOR[None]), rng, last[0])
+    reboot = op == "provision" and (chosen.moment == "rebooting" or rng.random() < 0.3)
+    return kind, op, chosen, argv, second, reboot
+
+
+def preview(seed: int, count: int, lab: SoakLab, unavailable: set[str]) -> list[str]:
+    """The first `count` operations a seed deals when every fault fires (`--preview`)."""
+    faults, last = Faults(lab, random.Random(seed), unavailable=unavailable), [""]
+    lines = []
+    for n in range(1, count + 1):
+        kind, op, chosen, _, _, _ = draw(faults, last)
+        lines.append(f"#{n} {op}: {kind or 'none'} ({chosen.moment}, {chosen.board.name})")
+    return lines
+
+
+def one_op(lab: SoakLab, n: int, faults: Faults, last: list[str]) -> tuple[Step, dict[str, Any]]:
+    """Operation n under its fault: the Step to check and the line of the run's log."""
+    kind, op, chosen, argv, second, reboot = draw(faults, last)
+    if reboot:
+        lab.ssh(chosen.board.address, RESET_CONFIG)  # this provision reboots the board
+    when = chosen.moment if chosen.moment != "start" else f"{chosen.delay:.1f} s in"
+    say(f"#{n} netroot {' '.join(argv)}; fault {kind or 'none'} ({when}, {chosen.board.name})")
     if kind is not None:
         faults.chosen[kind] += 1
-    say(f"#{n} {' '.join(argv)}; fault {kind or 'none'} ({moment}, {delay:.0f} s) on {board.name}")
     before = lab.current()
-    since = lab.events_file().stat().st_size if lab.events_file().exists() else 0
-    proc = lab.netroot(*argv)
-    hit = threading.Event()
+    events = lab.follow()
+    t0 = time.monotonic()
+    proc = faults.running = lab.netroot(*argv)
+    did: list[str] = []
 
     def fault() -> None:
-        if kind is not None and _wait_moment(lab, moment, board, proc, delay, since):
-            try:
-                faults.inject(kind, board, proc, op)
-            except (OSError, subprocess.CalledProcessError) as e:  # the soak's tool, not netroot
-                faults.notes.append(f"#{n}: fault {kind} could not be injected: {e}")
-                say(f"  fault {kind} could not be injected: {e}")
-                return
-            hit.set()
+        if kind is None:
+            return
+        if not faults.wait(chosen, proc, events):
+            faults.not_fire(chosen, f"{op} ended (exit {proc.returncode}, "
+                            f"{time.monotonic() - t0:.0f} s) before {when}")  # fmt: skip
+            return
+        try:
+            did.append(faults.inject(chosen, proc, second))
+        except (OSError, subprocess.SubprocessError) as e:  # the soak's tool, not netroot
+            faults.not_fire(chosen, f"could not be injected: {e}")
+            return
+        chosen.fired = True
+        faults.fired[kind] += 1
+        say(f"  fault {kind} fired {time.monotonic() - t0:.0f} s in {did[0]}")
 
     thread = threading.Thread(target=fault)
     thread.start()
-    _, err = proc.communicate()
+    try:
+        _, err = proc.communicate(timeout=HUNG)
+    except subprocess.TimeoutExpired:  # killed like kill -9, and run again: noted, counted
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate()
+        faults.notes.append(f"#{n}: netroot {' '.join(argv)} ran {HUNG} s under {kind}: killed")
+        faults.hung += 1
+        say(f"  still running after {HUNG} s: killed")
     thread.join()
-    faults.heal()
+    events.stop()
+    second_rc, second_err = faults.heal()
     rc = proc.returncode
+    seconds = time.monotonic() - t0
     mid = lab.current()
     rerun_rc = None
     # A rollback with no earlier good version recorded is refused (exit 2): nothing to redo.
     nothing = op == "rollback" and rc == 2 and "no earlier good version" in err
     if rc != 0 and not nothing:
-        say(f"  exit {rc}: {err.strip().splitlines()[-1] if err.strip() else ''}; running it again")
-        again = lab.netroot(*argv)
-        _, err2 = again.communicate()
-        rerun_rc = again.returncode
-        if rerun_rc != 0:
-            say(f"  rerun exit {rerun_rc}: {err2.strip()[-600:]}")
-    return Step(op, rc, interrupted=rc != 0, rerun_rc=rerun_rc, current_before=before,
-                current_mid=mid, current_after=lab.current())  # fmt: skip
+        say(f"  exit {rc}: {last_line(err)}; running it again")
+        rerun_rc = rerun(lab, argv, "its")
+    after = lab.current()
+    second_rerun_rc = None
+    if second_rc is not None and not refused(second[0], second_rc):
+        say(f"  the second control host's exit {second_rc}: {last_line(second_err)}; again")
+        second_rerun_rc = rerun(lab, second, "the second control host's")
+    line = {"n": n, "op": op, "fault": kind, "moment": when, "board": chosen.board.name,
+            "fired": chosen.fired, "why_not": chosen.why_not, "rc": rc, "rerun_rc": rerun_rc,
+            "seconds": round(seconds)}  # fmt: skip
+    if kind == "two-controllers" and chosen.fired:
+        line.update(second=second[0], second_rc=second_rc, second_rerun_rc=second_rerun_rc)
+    step = Step(op, rc, interrupted=rc != 0 and not nothing, rerun_rc=rerun_rc,
+                current_before=before, current_mid=mid, current_after=after,
+                second_op=second[0] if second_rc is not None else "", second_rc=second_rc,
+                second_rerun_rc=second_rerun_rc,
+                current_end=lab.current() if second_rerun_rc is not None else after)  # fmt: skip
+    return step, line
+
+
+def interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def soak(seed: int, minutes: float) -> dict[str, object]:
     rng = random.Random(seed)
+    at = commit()  # the code that runs (read now: the tree may move on while the soak runs)
     lab = SoakLab.running()
     say(f"seed {seed}, {minutes} min, {len(lab.boards)} boards, {lab.plan.server} servers")
     for i in range(VARIANTS):
         variant(i)
     faults = Faults(lab, rng)
-    home = lab.home.export_root
-    if os.statvfs(home).f_blocks * os.statvfs(home).f_frsize > SMALL_FS:
+    why = faults.disk_full_possible()
+    if why:
         faults.unavailable.add("disk-full")
-        faults.notes.append(f"disk-full not injected: {home} is not a small soak filesystem")
+        faults.notes.append(f"disk-full left out: {why}")
+        say(f"disk-full left out: {why}")
     ops: Counter[str] = Counter()
-    # The start: every board provisioned (a lab just up has none mounted) and checked.
-    say("start: netroot provision --all")
-    start = lab.netroot("provision", "--all")
-    _, err = start.communicate()
-    if start.returncode != 0:
-        sys.exit(f"the soak's first provision failed (exit {start.returncode}):\n{err[-1500:]}")
+    log: list[dict[str, Any]] = []
+    # The start: the image exported (a soak's own export root starts empty), every board
+    # provisioned (a lab just up has none mounted) and checked.
+    first = [["provision", "--all"]]
+    if lab.current()[lab.home.name] is None:
+        first.insert(0, ["export", BASE_IMAGE, "--name", IMAGE_NAME])
+    for argv in first:
+        say(f"start: netroot {' '.join(argv)}")
+        start = lab.netroot(*argv)
+        _, err = start.communicate()
+        if start.returncode != 0:
+            sys.exit(f"the soak's start failed: netroot {' '.join(argv)} exit "
+                     f"{start.returncode}:\n{err[-1500:]}")  # fmt: skip
     violations = [f"at the start: {v}" for v in check(lab.seen(faults.powered))]
     checks = 1
     end = time.monotonic() + minutes * 60
     n = 0
     t0 = time.monotonic()
-    while time.monotonic() < end and not violations:
-        n += 1
-        step = one_op(lab, rng, n, faults)
-        ops[step.op] += 1
-        found = check(lab.seen(faults.powered), step)
-        checks += 1
-        violations = [f"op #{n} ({step.op}): {v}" for v in found]
-    if not violations:  # the end: once more, after a quiet minute
+    last = [""]
+    stopped = False
+    signal.signal(signal.SIGTERM, interrupted)  # `timeout`, `kill`: stop as Ctrl-C does
+    try:
+        while time.monotonic() < end and not violations:
+            n += 1
+            step, line = one_op(lab, n, faults, last)
+            log.append(line)
+            ops[step.op] += 1
+            found = check(lab.seen(faults.powered), step)
+            checks += 1
+            violations = [f"op #{n} ({step.op}): {v}" for v in found]
+    except KeyboardInterrupt:
+        stopped = True
+        say(f"stopped during op #{n}: its netroot killed, the faults healed, no last check")
+        faults.notes.append(f"stopped by a signal during op #{n} (not counted, not checked)")
+        faults.stop()
+    if not violations and not stopped:  # the end: once more, after a quiet minute
         time.sleep(min(60.0, max(0.0, end - time.monotonic())))
         violations = [f"at the end: {v}" for v in check(lab.seen(faults.powered))]
         checks += 1
     for v in violations:
         say(f"VIOLATION (seed {seed}) {v}")
+    not_fired = Counter(entry.split(":", 1)[0] for entry in faults.not_fired)
     return {
-        "seed": seed, "minutes": minutes, "seconds": round(time.monotonic() - t0),
-        "boards": len(lab.boards), "server": lab.plan.server, "operations": dict(ops),
-        "faults": dict(faults.fired), "faults_chosen": dict(faults.chosen), "checks": checks,
-        "invariants": list(INVARIANTS),
-        "violations": violations, "notes": faults.notes,
+        "seed": seed, "commit": at, "minutes": minutes,
+        "seconds": round(time.monotonic() - t0), "boards": len(lab.boards),
+        "server": lab.plan.server, "operations": dict(ops), "faults": dict(faults.fired),
+        "faults_chosen": dict(faults.chosen), "faults_not_fired": dict(not_fired),
+        "not_fired_why": faults.not_fired, "checks": checks, "invariants": list(INVARIANTS),
+        "violations": violations, "hung": faults.hung, "notes": faults.notes, "log": log,
     }  # fmt: skip
 
 
@@ -344,7 +264,20 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--replay", action="store_true", help=f"every seed of {SEEDS.name}")
+    parser.add_argument(
+        "--preview",
+        type=int,
+        default=0,
+        metavar="N",
+        help="print the seed's first N operations and faults, run nothing",
+    )
+    parser.add_argument("--without", default="", help="with --preview: kinds left out (a,b)")
     args = parser.parse_args()
+    if args.preview:
+        plan = make_plan(2, Path("/nonexistent"))
+        unavailable = {k for k in args.without.split(",") if k}
+        print("\n".join(preview(args.seed or 0, args.preview, SoakLab(plan, {}), unavailable)))
+        return
     if args.replay:
         runs = []
         for line in SEEDS.read_text().splitlines():
@@ -352,10 +285,13 @@ def main() -> None:
                 fields = line.split()
                 runs.append(soak(int(fields[0]), float(fields[1])))
         print(json.dumps(runs, indent=2))
+        for r in runs:
+            say(readme_row(r))
         sys.exit(1 if any(r["violations"] for r in runs) else 0)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
     result = soak(seed, args.minutes)
     print(json.dumps(result, indent=2))
+    say("the row for bench/README.md's table:\n" + readme_row(result))
     sys.exit(1 if result["violations"] else 0)
 
 

@@ -42,6 +42,10 @@ INVARIANTS = (
     "rerun-finishes",
 )
 
+BUSY = 6  # netroot's exit when another writer holds the lock (netroot/errors.py): a refusal
+
+Window = Mapping[str, str | None]
+
 
 @dataclass(frozen=True)
 class BoardSeen:
@@ -78,7 +82,9 @@ class Seen:
 class Step:
     """The operation that just ended: its command, exit code, whether a fault interrupted it,
     its rerun's exit code (None: not rerun), `current` on each server before it, after it
-    (`current_mid`) and after its rerun (`current_after`; the same as mid when not rerun)."""
+    (`current_mid`) and after its rerun (`current_after`; the same as mid when not rerun).
+    A second control host's operation run beside it (`second_op`, "" for none) has its exit
+    code, its rerun's (after the first one's rerun) and `current` after that (`current_end`)."""
 
     op: str
     rc: int
@@ -87,12 +93,25 @@ class Step:
     current_before: Mapping[str, str | None] = field(default_factory=dict)
     current_mid: Mapping[str, str | None] = field(default_factory=dict)
     current_after: Mapping[str, str | None] = field(default_factory=dict)
+    second_op: str = ""
+    second_rc: int | None = None
+    second_rerun_rc: int | None = None
+    current_end: Mapping[str, str | None] = field(default_factory=dict)
 
-    def runs(self) -> Iterator[tuple[str, int, Mapping[str, str | None], Mapping[str, str | None]]]:
-        """Each run of the command: its name, exit code, `current` before and after it."""
-        yield self.op, self.rc, self.current_before, self.current_mid
+    def runs(self) -> Iterator[tuple[str, list[tuple[str, int]], Window, Window]]:
+        """Each stretch of time: what ran in it (operation, exit code) and `current` before
+        and after it. The second control host runs during the first stretch."""
+        first = [(self.op, self.rc)]
+        if self.second_op and self.second_rc is not None:
+            first.append((self.second_op, self.second_rc))
+        yield self.op, first, self.current_before, self.current_mid
         if self.rerun_rc is not None:
-            yield f"{self.op}'s rerun", self.rerun_rc, self.current_mid, self.current_after
+            again = [(self.op, self.rerun_rc)]
+            yield f"{self.op}'s rerun", again, self.current_mid, self.current_after
+        if self.second_rerun_rc is not None:
+            end = [(self.second_op, self.second_rerun_rc)]
+            after = self.current_after if self.rerun_rc is not None else self.current_mid
+            yield f"the second {self.second_op}'s rerun", end, after, self.current_end or after
 
 
 @dataclass(frozen=True)
@@ -214,24 +233,37 @@ def _boards(seen: Seen, state: Mapping[str, Any]) -> Iterator[Violation]:
                 )
 
 
+def refused(op: str, rc: int) -> bool:
+    """A second control host's run that needs no rerun: green, refused because the first one
+    held the lock, or a rollback with nothing to roll back to (exit 2)."""
+    return rc in (0, BUSY) or (op == "rollback" and rc == 2)
+
+
 def _step(step: Step) -> Iterator[Violation]:
-    for run, rc, was, now in step.runs():
+    for run, ran, was, now in step.runs():
         for server in sorted(set(was) | set(now)):
             before, after = was.get(server), now.get(server)
-            if before == after:
+            if before == after or any(op in MOVES_CURRENT and rc == 0 for op, rc in ran):
                 continue
-            if step.op not in MOVES_CURRENT:
-                yield Violation(
-                    "current-only-on-green", f"{server}: {run} moved current {before} -> {after}"
-                )
-            elif rc != 0:
-                yield Violation(
-                    "current-only-on-green",
-                    f"{server}: {run} moved current {before} -> {after} and exited {rc}",
-                )
+            exits = ", ".join(f"{op} exit {rc}" for op, rc in ran)
+            yield Violation(
+                "current-only-on-green",
+                f"{server}: {run} moved current {before} -> {after} ({exits})",
+            )
     if step.interrupted and step.rerun_rc is None:
         yield Violation("rerun-finishes", f"the interrupted {step.op} was not run again")
     elif step.rerun_rc not in (None, 0):
         yield Violation(
             "rerun-finishes", f"{step.op} run again after its fault exited {step.rerun_rc}"
+        )
+    second_failed = step.second_rc is not None and not refused(step.second_op, step.second_rc)
+    if second_failed and step.second_rerun_rc is None:
+        yield Violation(
+            "rerun-finishes",
+            f"the second control host's {step.second_op} exited {step.second_rc}, not run again",
+        )
+    elif step.second_rerun_rc not in (None, 0):
+        yield Violation(
+            "rerun-finishes",
+            f"the second control host's {step.second_op} run again exited {step.second_rerun_rc}",
         )

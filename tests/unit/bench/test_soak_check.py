@@ -88,7 +88,7 @@ def test_current_moved_by_a_red_run_or_by_a_command_that_never_moves_it() -> Non
 
     red = moved("rollout", 3)
     assert names(check(healthy(), red)) == {"current-only-on-green"}
-    assert "exited 3" in str(check(healthy(), red)[0])
+    assert "rollout exit 3" in str(check(healthy(), red)[0])
     assert names(check(healthy(), moved("rollback", 0))) == {"current-only-on-green"}
     assert names(check(healthy(), moved("provision", 0))) == {"current-only-on-green"}
     # Moved by the first run, which was killed, though its rerun is green: still a violation.
@@ -143,6 +143,47 @@ def test_an_interrupted_command_not_rerun_or_whose_rerun_fails() -> None:
     found = check(healthy(), failed)
     assert names(found) == {"rerun-finishes"} and "exited 4" in str(found[0])
     assert check(healthy(), Step("provision", 4, interrupted=True, rerun_rc=0)) == []
+
+
+def _beside(
+    op: str,
+    rc: int,
+    second: str,
+    second_rc: int,
+    second_rerun_rc: int | None = None,
+    moved: bool = True,
+    end: str = V1,
+) -> Step:
+    """`op` with a second control host's `second` beside it; `moved`: current went V1 -> V2
+    while both ran; `end`: current after the second one's rerun."""
+    mid = {"nfs-01": V2 if moved else V1}
+    return Step(op, rc, current_before={"nfs-01": V1}, current_mid=mid, current_after=mid,
+                second_op=second, second_rc=second_rc, second_rerun_rc=second_rerun_rc,
+                current_end={"nfs-01": end} if second_rerun_rc is not None else {})  # fmt: skip
+
+
+def test_a_second_control_host_that_moved_current_or_did_not_finish() -> None:
+    # A rollback beside a green export: the export moved current, which is its right.
+    assert check(healthy(), _beside("rollback", 0, "export", 0)) == []
+    # Beside a red export, or a provision: nobody green may have moved it.
+    found = check(healthy(), _beside("rollback", 0, "export", 4, second_rerun_rc=0, end=V2))
+    assert names(found) == {"current-only-on-green"} and "export exit 4" in str(found[0])
+    assert names(check(healthy(), _beside("rollback", 0, "provision", 0))) == {
+        "current-only-on-green"
+    }
+    # The second one refused (busy) needs no rerun; failed otherwise, it does, and must finish.
+    assert check(healthy(), _beside("provision", 0, "rollout", 6, moved=False)) == []
+    assert check(healthy(), _beside("provision", 0, "rollback", 2, moved=False)) == []
+    unfinished = _beside("provision", 0, "rollout", 4, moved=False)
+    assert names(check(healthy(), unfinished)) == {"rerun-finishes"}
+    red = _beside("provision", 0, "rollout", 4, second_rerun_rc=4, moved=False)
+    found = check(healthy(), red)
+    assert names(found) == {"rerun-finishes"} and "second control host" in str(found[0])
+    # Its rerun moved current: fine when green, a violation when not (it is the last stretch).
+    green = _beside("provision", 0, "rollout", 4, second_rerun_rc=0, moved=False, end=V2)
+    assert check(healthy(), green) == []
+    red_moved = _beside("provision", 0, "rollout", 4, second_rerun_rc=4, moved=False, end=V2)
+    assert names(check(healthy(), red_moved)) == {"current-only-on-green", "rerun-finishes"}
 
 
 def test_every_invariant_has_a_failing_case_above() -> None:
