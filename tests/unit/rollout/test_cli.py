@@ -6,11 +6,13 @@ once), so nothing here needs a lab; the source is a rootfs tar.
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 from pathlib import Path
 
 import yaml
+from rich.console import Console
 
 from netroot.remote import lock
 from tests.unit.core.fleetkit import netroot_cli, snapshot
@@ -67,3 +69,32 @@ def test_writers_refused_while_the_lock_is_held(tmp_path: Path) -> None:
         assert _netroot(inv, "rollout", source, "--name", "raspbian", "--dry-run").returncode == 0
     finally:
         lock.release(root, holder)
+
+
+def test_a_rollout_shows_its_canarys_findings_once() -> None:
+    """After the results: the first smoke's notes (stderr) and tables (stdout), a torch
+    board's S12 line and operators table among them; later smokes' are not repeated."""
+    from netroot.cli.context import AppContext
+    from netroot.cli.rollout_cmd import _first_smoke_findings
+    from netroot.console import Output
+    from netroot.smoke.results import BoardReport, SmokeReport
+    from netroot.smoke.stage import Table
+
+    def smoked(board: str) -> SmokeReport:
+        table = Table(f"{board}: operators vs torch's CPU, EMULATED", ["op", "verdict"],
+                      [["add", "within"]])  # fmt: skip
+        return SmokeReport([BoardReport(board, notes=[f"import torch: 21.3 s ({board})"],
+                                        tables=[table])])  # fmt: skip
+
+    out, err = io.StringIO(), io.StringIO()
+    app = AppContext(out=Output(err=Console(file=err, width=200), out=Console(file=out, width=200)))
+    _first_smoke_findings(app, [smoked("pi-03"), smoked("pi-04")])
+    assert err.getvalue().splitlines() == ["pi-03: import torch: 21.3 s (pi-03)"]
+    shown = " ".join(out.getvalue().split())  # the title wraps to the table's width
+    assert "pi-03: operators vs torch's CPU, EMULATED" in shown and "│ add │ within │" in shown
+    assert "pi-04" not in shown + err.getvalue()
+    # No smoke ran (a rollout with nothing to switch): nothing shown.
+    out, err = io.StringIO(), io.StringIO()
+    app = AppContext(out=Output(err=Console(file=err, width=200), out=Console(file=out, width=200)))
+    _first_smoke_findings(app, [])
+    assert out.getvalue() == err.getvalue() == ""
