@@ -32,8 +32,9 @@ ROLLOUT_HELP = (
     "the WHOLE rollout, not per batch; a board that cannot be reached counts as failed; a "
     "batch in which every board fails is judged by the same budget. Failed boards go back on "
     "their last good version. After the results, what the canary's smoke found beyond "
-    "pass/fail is shown once: its notes and tables (on a torch image, S12's import line and, "
-    "with --qpu emulate or a QPU, the operators against torch's CPU). One writer at a time: "
+    "pass/fail is shown once (its first board): its notes and tables (on a torch image, S12's "
+    "import line and, with --qpu emulate or a QPU, the operators against torch's CPU). One "
+    "writer at a time: "
     "a rollout, rollback or provision running on the same export root (from any control "
     "host) makes this one exit 6 naming it.\n\n"
     "Several NFS servers: the version goes to each targeted board's own server; a batch holds "
@@ -131,12 +132,13 @@ def _plan_table(app: AppContext, plan: Any, name: str, pinned: list[str]) -> Non
 
 
 def _first_smoke_findings(app: AppContext, smokes: Sequence[Any]) -> None:
-    """The first smoke's findings (the canary's; without a canary, the first batch's): once,
-    since every later board runs the same version (a 100-board rollout shows one table)."""
+    """The first smoked board's findings (the canary's; without a canary, the first batch's
+    first board): once, since every other board runs the same version (a 100-board rollout,
+    even with --canary 0, shows one table)."""
     from netroot.cli.smoke_cmd import show_findings
 
-    if smokes:
-        show_findings(app, smokes[0].boards)
+    if smokes and smokes[0].boards:
+        show_findings(app, smokes[0].boards[:1])
 
 
 def _exit_for(results: list[Any], stopped: bool, ok: Any) -> Exit:

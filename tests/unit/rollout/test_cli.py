@@ -72,27 +72,28 @@ def test_writers_refused_while_the_lock_is_held(tmp_path: Path) -> None:
 
 
 def test_a_rollout_shows_its_canarys_findings_once() -> None:
-    """After the results: the first smoke's notes (stderr) and tables (stdout), a torch
-    board's S12 line and operators table among them; later smokes' are not repeated."""
+    """After the results: the first smoked board's notes (stderr) and tables (stdout), a torch
+    board's S12 line and operators table among them; no other board's are repeated."""
     from netroot.cli.context import AppContext
     from netroot.cli.rollout_cmd import _first_smoke_findings
     from netroot.console import Output
     from netroot.smoke.results import BoardReport, SmokeReport
     from netroot.smoke.stage import Table
 
-    def smoked(board: str) -> SmokeReport:
-        table = Table(f"{board}: operators vs torch's CPU, EMULATED", ["op", "verdict"],
+    def board(name: str) -> BoardReport:
+        table = Table(f"{name}: operators vs torch's CPU, EMULATED", ["op", "verdict"],
                       [["add", "within"]])  # fmt: skip
-        return SmokeReport([BoardReport(board, notes=[f"import torch: 21.3 s ({board})"],
-                                        tables=[table])])  # fmt: skip
+        return BoardReport(name, notes=[f"import torch: 21.3 s ({name})"], tables=[table])
 
     out, err = io.StringIO(), io.StringIO()
     app = AppContext(out=Output(err=Console(file=err, width=200), out=Console(file=out, width=200)))
-    _first_smoke_findings(app, [smoked("pi-03"), smoked("pi-04")])
+    # A canary of two boards, then a batch: the canary's first board only.
+    first, later = SmokeReport([board("pi-03"), board("pi-05")]), SmokeReport([board("pi-04")])
+    _first_smoke_findings(app, [first, later])
     assert err.getvalue().splitlines() == ["pi-03: import torch: 21.3 s (pi-03)"]
     shown = " ".join(out.getvalue().split())  # the title wraps to the table's width
     assert "pi-03: operators vs torch's CPU, EMULATED" in shown and "│ add │ within │" in shown
-    assert "pi-04" not in shown + err.getvalue()
+    assert "pi-04" not in shown + err.getvalue() and "pi-05" not in shown + err.getvalue()
     # No smoke ran (a rollout with nothing to switch): nothing shown.
     out, err = io.StringIO(), io.StringIO()
     app = AppContext(out=Output(err=Console(file=err, width=200), out=Console(file=out, width=200)))
