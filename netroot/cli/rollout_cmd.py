@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,12 @@ ROLLOUT_HELP = (
     "nothing is exported, staged, recorded or locked. The failure budget (--max-fail) is over "
     "the WHOLE rollout, not per batch; a board that cannot be reached counts as failed; a "
     "batch in which every board fails is judged by the same budget. Failed boards go back on "
-    "their last good version. One writer at a time: a rollout, rollback or provision running "
-    "on the same export root (from any control host) makes this one exit 6 naming it.\n\n"
+    "their last good version. After the results, what the canary's smoke found beyond "
+    "pass/fail is shown once (its first board): its notes and tables (on a torch image, S12's "
+    "import line and, with --qpu emulate or a QPU, the operators against torch's CPU). One "
+    "writer at a time: "
+    "a rollout, rollback or provision running on the same export root (from any control "
+    "host) makes this one exit 6 naming it.\n\n"
     "Several NFS servers: the version goes to each targeted board's own server; a batch holds "
     "at most netroot_server_reboot_batch boards of one server; the boards of a server that "
     "cannot be reached count as unreachable against the budget (never the canary), the others "
@@ -43,6 +48,10 @@ ROLLOUT_EPILOG = epilog(
         ("netroot rollout raspbian:2026-12 --yes", "canary, then one board a batch"),
         ("netroot rollout img.tar --name raspbian --batch 25% --max-fail 1 --yes", ""),
         ("netroot rollout raspbian:2026-12 -g lab --qpu emulate --yes", ""),
+        (
+            "netroot rollout torch:2026-12 -g lab_arm64 --qpu emulate --yes",
+            "the canary's torch table",
+        ),
     ],
     "0 every board on the new version and smoked green, 1 stopped (budget spent or canary "
     "failed; failed boards back on their last good version), 2 bad input, 4 some boards "
@@ -120,6 +129,16 @@ def _plan_table(app: AppContext, plan: Any, name: str, pinned: list[str]) -> Non
         + [["-", b.name, plan.to_version, "(already there)"] for b in plan.unchanged]
         + [["-", b, "(pinned)", "(skipped)"] for b in pinned],
     )  # fmt: skip
+
+
+def _first_smoke_findings(app: AppContext, smokes: Sequence[Any]) -> None:
+    """The first smoked board's findings (the canary's; without a canary, the first batch's
+    first board): once, since every other board runs the same version (a 100-board rollout,
+    even with --canary 0, shows one table)."""
+    from netroot.cli.smoke_cmd import show_findings
+
+    if smokes and smokes[0].boards:
+        show_findings(app, smokes[0].boards[:1])
 
 
 def _exit_for(results: list[Any], stopped: bool, ok: Any) -> Exit:
@@ -232,6 +251,8 @@ def rollout(
          "released": outcome.released},
         canary=bool(planned.plan.canary),
     )  # fmt: skip
+    if not as_json:
+        _first_smoke_findings(app, outcome.smokes)
     if outcome.released:
         app.out.info(f"{name}: current -> {planned.plan.to_version}")
     if result.stopped:

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from netroot.cli.context import QpuMode, epilog, get
+from netroot.cli.context import AppContext, QpuMode, epilog, get
+
+if TYPE_CHECKING:
+    from netroot.smoke.results import BoardReport
 
 EPILOG = epilog(
     [
@@ -76,14 +81,21 @@ def smoke(
     else:
         rows = [row for b in report.boards for row in b.table_rows()]
         app.out.table("smoke", ["board", "check", "status", "detail"], rows)
-        for b in report.boards:
-            for note in b.notes:
-                app.out.info(f"{b.board}: {note}")
-        if not app.out.tsv:  # one table per TSV stream
-            for b in report.boards:
-                for table in b.tables:
-                    app.out.table(table.title, table.headers, table.rows)
+        show_findings(app, report.boards)
     raise typer.Exit(int(report.exit_code()))
+
+
+def show_findings(app: AppContext, boards: Iterable[BoardReport]) -> None:
+    """What the smoke's stages found beyond pass/fail: each board's notes (stderr), then its
+    tables (the torch board's S12 line and operators table); a rollout shows its canary's."""
+    boards = list(boards)
+    for b in boards:
+        for note in b.notes:
+            app.out.info(f"{b.board}: {note}")
+    if not app.out.tsv:  # one table per TSV stream
+        for b in boards:
+            for table in b.tables:
+                app.out.table(table.title, table.headers, table.rows)
 
 
 def register(app: typer.Typer) -> None:

@@ -38,6 +38,9 @@ class PlannedRollout:
 class RolloutOutcome:
     result: RolloutResult
     released: bool  # `current` moved to the new version
+    # The smokes' reports (netroot.smoke.results.SmokeReport), in the order they ran: the
+    # canary's first. Empty when the engine's fleet keeps none (tests' fake boards).
+    smokes: tuple[Any, ...] = ()
 
 
 def observe_boards(boards: list[Board]) -> dict[str, Any]:
@@ -126,9 +129,10 @@ def run(
     if exported.manifest.version != planned.plan.to_version:
         raise UsageError(f"{source} changed while planning", "run the rollout again")
     state.save()
-    target = engine_fleet or AnsibleDriver(
+    driver = engine_fleet or AnsibleDriver(
         fleet.inventory, smoke, log=log, become_checked=become_checked
     )
+    target = driver
     down = {s: f"the export to it failed: {e.message}" for s, e in exported.failed.items()}
     plan = planned.plan
     if down:
@@ -136,7 +140,7 @@ def run(
         plan = defer(plan, down)
     result = run_rollout(plan, state, target, source, log=log, name=name)
     released = not result.stopped and release_if_green(fleet, planned, name, result.results, log)
-    return RolloutOutcome(result, released)
+    return RolloutOutcome(result, released, tuple(getattr(driver, "smoke_reports", ())))
 
 
 def release_if_green(

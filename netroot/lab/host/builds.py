@@ -23,7 +23,10 @@ from netroot.lab.recipes import Recipe
 Report = Callable[[str], None]
 TIMES_FILE = "build-times.json"
 # Cold builds on a 2-core machine (2026-12-05), the fallback before this cache built anything.
+# The torch tree's (2026-12-07, issue 40: 504 s) matters most: without it a fresh machine
+# guessed 120 s and started the longest build of all after the boards' and Raspbian's trees.
 FIRST_ESTIMATE_S = {
+    "raspbian-torch-rootfs": 500.0,
     "board-rootfs": 300.0,
     "raspbian-rootfs": 240.0,
     "server-rootfs": 80.0,

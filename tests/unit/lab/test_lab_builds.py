@@ -25,6 +25,16 @@ def test_longest_first_by_this_caches_own_times_else_the_first_figures() -> None
     assert builds.expected_s(Recipe("new", "armhf", "minbase", ()), {}) == 120.0
 
 
+def test_a_fresh_machine_starts_the_torch_tree_first() -> None:
+    """The demo's seven trees on a cache that never built one: the longest (the torch tree)
+    goes first, not after the boards' and Raspbian's trees, the last slot's hundreds of s."""
+    from netroot.lab import arch
+
+    trees = [arch.ARMHF.kernel, BOARD, arch.ARM64.kernel, recipes.BOARD_ARM64, SERVER, RASPBIAN,
+             recipes.RASPBIAN_TORCH]  # fmt: skip
+    assert builds.schedule(trees, {})[0] == recipes.RASPBIAN_TORCH
+
+
 def test_makespan_of_two_slots() -> None:
     assert builds.makespan_s([300, 240, 80, 40], 2) == 340  # 300+40 | 240+80
     assert builds.makespan_s([300, 240, 80, 40], 1) == 660

@@ -6,11 +6,13 @@ once), so nothing here needs a lab; the source is a rootfs tar.
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 from pathlib import Path
 
 import yaml
+from rich.console import Console
 
 from netroot.remote import lock
 from tests.unit.core.fleetkit import netroot_cli, snapshot
@@ -67,3 +69,33 @@ def test_writers_refused_while_the_lock_is_held(tmp_path: Path) -> None:
         assert _netroot(inv, "rollout", source, "--name", "raspbian", "--dry-run").returncode == 0
     finally:
         lock.release(root, holder)
+
+
+def test_a_rollout_shows_its_canarys_findings_once() -> None:
+    """After the results: the first smoked board's notes (stderr) and tables (stdout), a torch
+    board's S12 line and operators table among them; no other board's are repeated."""
+    from netroot.cli.context import AppContext
+    from netroot.cli.rollout_cmd import _first_smoke_findings
+    from netroot.console import Output
+    from netroot.smoke.results import BoardReport, SmokeReport
+    from netroot.smoke.stage import Table
+
+    def board(name: str) -> BoardReport:
+        table = Table(f"{name}: operators vs torch's CPU, EMULATED", ["op", "verdict"],
+                      [["add", "within"]])  # fmt: skip
+        return BoardReport(name, notes=[f"import torch: 21.3 s ({name})"], tables=[table])
+
+    out, err = io.StringIO(), io.StringIO()
+    app = AppContext(out=Output(err=Console(file=err, width=200), out=Console(file=out, width=200)))
+    # A canary of two boards, then a batch: the canary's first board only.
+    first, later = SmokeReport([board("pi-03"), board("pi-05")]), SmokeReport([board("pi-04")])
+    _first_smoke_findings(app, [first, later])
+    assert err.getvalue().splitlines() == ["pi-03: import torch: 21.3 s (pi-03)"]
+    shown = " ".join(out.getvalue().split())  # the title wraps to the table's width
+    assert "pi-03: operators vs torch's CPU, EMULATED" in shown and "│ add │ within │" in shown
+    assert "pi-04" not in shown + err.getvalue() and "pi-05" not in shown + err.getvalue()
+    # No smoke ran (a rollout with nothing to switch): nothing shown.
+    out, err = io.StringIO(), io.StringIO()
+    app = AppContext(out=Output(err=Console(file=err, width=200), out=Console(file=out, width=200)))
+    _first_smoke_findings(app, [])
+    assert out.getvalue() == err.getvalue() == ""

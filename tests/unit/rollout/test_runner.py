@@ -15,12 +15,13 @@ import pytest
 from netroot.cli.source import open_source
 from netroot.export import verbs
 from netroot.export.manifest import Layout
-from netroot.fleet.outcome import Outcome
+from netroot.fleet.outcome import Outcome, Result
 from netroot.fleet.rules import Fleet, provision_versions
 from netroot.inventory import Inventory
 from netroot.remote import lock
 from netroot.rollout import runner
 from netroot.rollout.plan import Count, Step
+from netroot.smoke.results import BoardReport, SmokeReport
 from netroot.smoke.stage import SmokeSettings
 from tests.unit.core.fleetkit import FakeBoards, inventory, snapshot
 from tests.unit.export.tarbuild import Spec, write_tar
@@ -208,3 +209,27 @@ def test_plan_prepares_reachable_stock_sd_boards_only(tmp_path: Path) -> None:
     assert [[b.name for b in w] for w in planned.plan.prepare] == [["pi-01", "pi-02"]]
     # A netboot board keeps its boot config on its server: nothing to prepare on it.
     assert SdBoot.prepared_before_rollout and not NetBoot.prepared_before_rollout
+
+
+class ReportingBoards(FakeBoards):
+    """Fake boards whose driver keeps each smoke's report, as the real one (AnsibleDriver)."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        super().__init__(names)
+        self.smoke_reports: list[SmokeReport] = []
+
+    def smoke(self, steps: Sequence[Step]) -> dict[str, Result]:
+        out = super().smoke(steps)
+        self.smoke_reports.append(SmokeReport([BoardReport(s.board.name) for s in steps]))
+        return out
+
+
+def test_the_outcome_carries_each_smokes_report_the_canarys_first(tmp_path: Path) -> None:
+    fleet = _fleet(tmp_path)
+    boards = ReportingBoards(BOARDS)
+    out = _rollout(fleet, boards, _image(tmp_path, "a"))
+    assert isinstance(out, runner.RolloutOutcome) and out.released
+    assert [[b.board for b in r.boards] for r in out.smokes] == [["pi-01"], ["pi-02"], ["pi-03"]]
+    # A driver that keeps no reports (the plain fake boards): none, not an error.
+    again = _rollout(_fleet(tmp_path, "other"), FakeBoards(BOARDS), _image(tmp_path, "b"))
+    assert isinstance(again, runner.RolloutOutcome) and again.smokes == ()
