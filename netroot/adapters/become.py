@@ -5,10 +5,8 @@ the inventory's become settings (sudo -n), never a prompt. The words are pure
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
-from netroot import threadwait
-from netroot.adapters.ssh import Session, TargetError, Unreachable, end_all, resolve
+from netroot.adapters.ssh import Session, TargetError, Unreachable, each_host, resolve
 from netroot.errors import Exit
 from netroot.sshtarget import SshTarget
 
@@ -87,15 +85,7 @@ def check_privileges(targets: Sequence[SshTarget], proven: Collection[str] = ())
 
     if not targets:
         return
-    pool = ThreadPoolExecutor(max_workers=min(8, len(targets)))
-    try:
-        # Not pool.map: its wait would not notice a Ctrl-C a worker thread took (threadwait).
-        problems = threadwait.results([pool.submit(probe, t) for t in targets])
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        end_all()  # no sudo probe's ssh left waiting on a silent host
-        raise
-    pool.shutdown()
+    problems = each_host(probe, targets, 8)
     for target, problem in problems:
         if problem:
             raise BecomeRefused(target, problem)

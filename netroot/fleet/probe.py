@@ -7,11 +7,8 @@ third, for one command (bench/README.md, "A classroom at scale on light boards")
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
-from netroot import threadwait
 from netroot.adapters.become import sudo_refused
-from netroot.adapters.ssh import Session, Unreachable, end_all
+from netroot.adapters.ssh import Session, Unreachable, each_host
 from netroot.fleet.boardfacts import PROBE, BoardFacts, parse_probe
 from netroot.inventory import Board
 from netroot.sshtarget import target_for
@@ -33,16 +30,4 @@ def observe(board: Board) -> tuple[BoardFacts | None, str]:
 
 def observe_all(boards: list[Board]) -> dict[str, tuple[BoardFacts | None, str]]:
     """Observe every board in parallel (SSH round trips are slow on TCG boards)."""
-    pool = ThreadPoolExecutor(max_workers=max(1, min(16, len(boards))))
-    try:
-        # Not pool.map: its wait would not notice a Ctrl-C a worker thread took (threadwait).
-        seen = threadwait.results([pool.submit(observe, b) for b in boards])
-        found = dict(zip((b.name for b in boards), seen, strict=True))
-    except BaseException:
-        # Ctrl-C: do not wait for the probes still waiting on a silent host (up to a minute),
-        # nor leave their ssh behind (each in a session of its own, out of the keyboard's reach).
-        pool.shutdown(wait=False, cancel_futures=True)
-        end_all()
-        raise
-    pool.shutdown()
-    return found
+    return dict(zip((b.name for b in boards), each_host(observe, boards, 16), strict=True))
