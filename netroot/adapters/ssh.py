@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -199,36 +199,46 @@ def _spawn(
             f"{argv[0]}: not installed on this control host",
             "install the OpenSSH client (apt-get install openssh-client)",
         ) from None
+    with ending(proc):
+        try:
+            if watch and (timeout is None or timeout > TCP_ANSWER_S):
+                try:
+                    out, err = proc.communicate(stdin, timeout=TCP_ANSWER_S)
+                except subprocess.TimeoutExpired:
+                    if _still_connecting(proc.pid):
+                        raise _NoTcpAnswer from None
+                    rest = None if timeout is None else timeout - TCP_ANSWER_S
+                    out, err = proc.communicate(timeout=rest)  # input goes on being fed
+            else:
+                out, err = proc.communicate(stdin, timeout=timeout)
+        except BaseException as exc:  # a timeout, no answer, Ctrl-C: no ssh left behind
+            proc.kill()
+            proc.wait()
+            # Not read to the end: a multiplexed command's stdout and stderr were handed to
+            # the master, which holds them until the remote command ends.
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            if isinstance(exc, subprocess.TimeoutExpired):
+                raise TimeoutError from None
+            raise
+    return proc.returncode, out, err
+
+
+@contextlib.contextmanager
+def ending(proc: subprocess.Popen[bytes]) -> Iterator[None]:
+    """`proc` (an ssh in a session of its own) one of those end_all kills while the block
+    runs; killed when the block ends if it still runs (a timeout, an error)."""
     with _LIVE_LOCK:
         _LIVE.add(proc)
         if _ENDING.is_set():  # started as end_all ran: ended as the others were
             _kill(proc)
     try:
-        if watch and (timeout is None or timeout > TCP_ANSWER_S):
-            try:
-                out, err = proc.communicate(stdin, timeout=TCP_ANSWER_S)
-            except subprocess.TimeoutExpired:
-                if _still_connecting(proc.pid):
-                    raise _NoTcpAnswer from None
-                rest = None if timeout is None else timeout - TCP_ANSWER_S
-                out, err = proc.communicate(timeout=rest)  # input goes on being fed
-        else:
-            out, err = proc.communicate(stdin, timeout=timeout)
-    except BaseException as exc:  # a timeout, no answer, Ctrl-C: no ssh left behind
-        proc.kill()
-        proc.wait()
-        # Not read to the end: a multiplexed command's stdout and stderr were handed to the
-        # master, which holds them until the remote command ends.
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
-        if isinstance(exc, subprocess.TimeoutExpired):
-            raise TimeoutError from None
-        raise
+        yield
     finally:
         with _LIVE_LOCK:
             _LIVE.discard(proc)
-    return proc.returncode, out, err
+        _kill(proc)
 
 
 def resolve(target: SshTarget) -> SshTarget:

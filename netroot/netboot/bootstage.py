@@ -1,9 +1,14 @@
 """Where a diskless board is in its boot, as its NFS server saw it: for `netroot status`.
 
-One read-only request per server, over SSH as netroot's other helpers go
-(netroot.adapters.serverssh), to netroot.remote.bootlog: the newest line of the server's
-dnsmasq log about each board (DHCP by MAC, each TFTP file by address) and whether the board
-holds a connection to the server's NFS port now. Servers are asked in parallel.
+One read-only request per server to netroot.remote.bootlog, over SSH as netroot's other
+helpers on the server go (netroot.adapters.serverssh: its ssh dies with netroot, and a failure
+is worded as theirs): the newest line of the server's dnsmasq log about each board (DHCP by
+MAC, each TFTP file by address) and whether the board holds a connection to the server's NFS
+port now. Servers are asked in parallel; a Ctrl-C ends every ssh at once (each_host).
+
+Not folded into the fleet helper's session, which `status` has open to each remote export
+root already: a server whose export root is on this host has no such session, and that
+session's requests have no time bound (a silent server must not hang `status`).
 """
 
 from __future__ import annotations
@@ -11,14 +16,13 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 from netroot.adapters import serverssh as adapter
-from netroot.adapters.ssh import resolve
+from netroot.adapters.ssh import each_host, ending, resolve
 from netroot.bundle import helper_command
-from netroot.errors import NetrootError
+from netroot.errors import Exit, NetrootError
 from netroot.inventory import Board, Inventory, NfsServer
-from netroot.netboot.bootstep import BootStep, parse_reply, request_for
+from netroot.netboot.bootstep import WHAT, BootStep, last_reply, parse_reply, request_for
 from netroot.sshtarget import target_for
 
 TIMEOUT = 60  # seconds for one server's answer (it reads a bounded tail of one file)
@@ -30,20 +34,34 @@ def ask(server: NfsServer, boards: Sequence[Board]) -> dict[str, BootStep]:
     command = helper_command("netroot.remote.bootlog", [])
     if target.privileged_ok:  # the log is root's (dnsmasq opens it before dropping root)
         command = target.privileged(command)
-    try:
-        proc = subprocess.run(
-            [*adapter.ssh_argv(target), target.host, command],
-            input=json.dumps(request_for(server, boards)),
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise NetrootError(
-            f"{server.name}: reading its boot log: no answer in {TIMEOUT}s"
-        ) from None
-    return parse_reply(server.name, proc.stdout, proc.stderr)
+    request = json.dumps(request_for(server, boards)).encode()
+    # In a session of its own, as netroot's other ssh: out of the keyboard's reach, ended by
+    # end_all (a Ctrl-C) or when it outlives TIMEOUT, and by the kernel if netroot dies.
+    proc = adapter.spawn(
+        [*adapter.ssh_argv(target), target.host, command],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    with proc, ending(proc):
+        try:
+            out, err = proc.communicate(request, timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise NetrootError(
+                f"{server.name}: {WHAT}: no answer in {TIMEOUT}s", code=Exit.UNREACHABLE
+            ) from None
+    reply = last_reply(out.decode(errors="replace"))
+    if reply is None:
+        raise adapter.ssh_failure(target, WHAT, proc.returncode, err.decode(errors="replace"))
+    return parse_reply(server.name, reply)
+
+
+def _why(exc: Exception) -> str:
+    """A failure as one line, its hint after it: status prints it under the table."""
+    if not isinstance(exc, NetrootError):
+        return str(exc)
+    return f"{exc.message} ({exc.hint})" if exc.hint else exc.message
 
 
 def boot_steps(inventory: Inventory, boards: Sequence[Board]) -> dict[str, BootStep | str]:
@@ -59,11 +77,9 @@ def boot_steps(inventory: Inventory, boards: Sequence[Board]) -> dict[str, BootS
         try:
             return dict(ask(inventory.servers[name], by_server[name]))
         except (NetrootError, OSError, KeyError) as exc:
-            why = exc.message if isinstance(exc, NetrootError) else str(exc)
-            return {b.name: why for b in by_server[name]}
+            return {b.name: _why(exc) for b in by_server[name]}
 
-    with ThreadPoolExecutor(max_workers=min(8, len(by_server))) as pool:
-        found: dict[str, BootStep | str] = {}
-        for part in pool.map(one, sorted(by_server)):
-            found.update(part)
+    found: dict[str, BootStep | str] = {}
+    for part in each_host(one, sorted(by_server), 8):
+        found.update(part)
     return found

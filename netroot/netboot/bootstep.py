@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from netroot.errors import NetrootError
 from netroot.inventory import Board, NfsServer
 
 # The server role's default (netroot_nfs_server_dnsmasq_log); an inventory may set its own.
 DEFAULT_LOG = "/var/log/netroot-dnsmasq.log"
+WHAT = "reading its boot log"  # what a failure names (netroot.adapters.serverssh.ssh_failure)
 
 _WORDS = {
     "tftp-sent": "tftp: sent",
@@ -89,18 +91,21 @@ def request_for(server: NfsServer, boards: Sequence[Board]) -> dict[str, object]
     }
 
 
-def parse_reply(server: str, text: str, stderr: str = "") -> dict[str, BootStep]:
-    """The helper's JSON line as steps; NetrootError naming the server when it has none."""
+def last_reply(text: str) -> dict[str, Any] | None:
+    """The helper's reply: its output's last line, when that is a JSON object (else None: it
+    gave none, and ssh's or sudo's words on stderr say why)."""
     lines = text.strip().splitlines()
     try:
         reply = json.loads(lines[-1]) if lines else None
     except json.JSONDecodeError:
-        reply = None
-    if not isinstance(reply, dict):
-        said = (stderr.strip().splitlines() or ["no answer"])[-1]
-        raise NetrootError(f"{server}: reading its boot log: {said}")
+        return None
+    return reply if isinstance(reply, dict) else None
+
+
+def parse_reply(server: str, reply: Mapping[str, Any]) -> dict[str, BootStep]:
+    """The helper's reply as steps; NetrootError naming the server when it has none."""
     if not reply.get("ok"):
-        raise NetrootError(f"{server}: reading its boot log: {reply.get('error')}")
+        raise NetrootError(f"{server}: {WHAT}: {reply.get('error')}")
     if reply.get("log_exists") is False:  # no dnsmasq of netroot's has run there yet
         raise NetrootError(f"{server}: no dnsmasq log there yet (provision sets dnsmasq up)")
     return {

@@ -1,21 +1,33 @@
 """`status`'s boot stage of an unreachable diskless board: the request netroot sends, the
 program's answer read back (the real program, run by an `ssh` that runs the remote command
-here), the line `status` prints and the rows it merges."""
+here), the line `status` prints and the rows it merges; a server that cannot be read said as
+netroot's other helpers on the server say it; its ssh ended by a Ctrl-C, by netroot's death and
+by the time bound."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
+from netroot.adapters.serverssh import ssh_failure
+from netroot.adapters.ssh import resolve
 from netroot.errors import NetrootError
 from netroot.fleet.status import BoardStatus, with_boot
 from netroot.inventory import Inventory, load
+from netroot.netboot import bootstage
 from netroot.netboot.bootstage import boot_steps
-from netroot.netboot.bootstep import BootStep, parse_reply, request_for
+from netroot.netboot.bootstep import WHAT, BootStep, last_reply, parse_reply, request_for
+from netroot.sshtarget import target_for
+from tests.unit.cli.test_interrupt import _to_a_worker_thread
 from tests.unit.core.fleetkit import netroot_cli
 
 TFTP = "/srv/netroot-tftp"
@@ -52,17 +64,22 @@ def _inventory(tmp_path: Path, ssh: str) -> Inventory:
     return load(path)
 
 
-@pytest.fixture
-def local_ssh(tmp_path: Path) -> str:
-    """An `ssh` that runs its last argument (the remote command) here, with sh; `ssh -G` (the
-    options netroot reads before it connects) is the real client's."""
+def fake_ssh(tmp_path: Path, remote: str) -> str:
+    """An `ssh` whose remote side is the shell line `remote` (the remote command is its last
+    argument, "$@"'s); `ssh -G` (the options netroot reads before it connects) is the real
+    client's."""
     ssh = tmp_path / "ssh"
     ssh.write_text(
-        '#!/bin/bash\nfor a; do [ "$a" = -G ] && exec /usr/bin/ssh "$@"; done\n'
-        'exec /bin/sh -c "${@: -1}"\n'
+        '#!/bin/bash\nfor a; do [ "$a" = -G ] && exec /usr/bin/ssh "$@"; done\n' + remote + "\n"
     )
     ssh.chmod(0o755)
     return str(ssh)
+
+
+@pytest.fixture
+def local_ssh(tmp_path: Path) -> str:
+    """An `ssh` that runs its last argument (the remote command) here, with sh."""
+    return fake_ssh(tmp_path, 'exec /bin/sh -c "${@: -1}"')
 
 
 def test_the_request_names_the_servers_log_tftp_root_and_each_boards_mac_and_address(
@@ -97,13 +114,131 @@ def test_a_server_that_cannot_be_read_is_named_for_its_boards(tmp_path: Path) ->
     inv = _inventory(tmp_path, "/bin/false")
     steps = boot_steps(inv, [inv.boards["pi-01"], inv.boards["pi-03"]])
     # an ssh that fails without a word fails already at `ssh -G` (the options read first)
-    assert steps == {"pi-01": "nfs-01: ssh refuses its options: ssh failed without a word"}
+    assert steps == {
+        "pi-01": "nfs-01: ssh refuses its options: ssh failed without a word (check "
+        "ansible_ssh_args, ansible_ssh_common_args, ansible_ssh_extra_args and ~/.ssh/config)"
+    }
     with pytest.raises(NetrootError, match="nfs-01: reading its boot log: no such file"):
-        parse_reply("nfs-01", '{"ok": false, "error": "no such file"}')
+        parse_reply("nfs-01", {"ok": False, "error": "no such file"})
     with pytest.raises(NetrootError, match="nfs-01: no dnsmasq log there yet"):
-        parse_reply("nfs-01", '{"ok": true, "boards": {}, "log_exists": false}')
-    with pytest.raises(NetrootError, match="Permission denied"):
-        parse_reply("nfs-01", "", "x\nroot@10.88.0.1: Permission denied (publickey).\n")
+        parse_reply("nfs-01", {"ok": True, "boards": {}, "log_exists": False})
+    assert last_reply('noise\n{"ok": true}\n') == {"ok": True}
+    assert last_reply("") is None and last_reply("[1]") is None and last_reply("{") is None
+
+
+# What ssh says when it cannot log in, and sudo when it wants a password (the shared wording
+# of netroot's helpers on the server: netroot.adapters.serverssh.ssh_failure).
+REFUSALS = {
+    "key": ("root@10.88.0.1: Permission denied (publickey).", 255),
+    "host key": ("Host key verification failed.", 255),
+    "sudo": ("sudo: a password is required", 1),
+}
+
+
+@pytest.mark.parametrize("why", sorted(REFUSALS))
+def test_a_refusal_is_worded_as_the_other_helpers_word_it(tmp_path: Path, why: str) -> None:
+    said, rc = REFUSALS[why]
+    inv = _inventory(tmp_path, fake_ssh(tmp_path, f"echo '{said}' >&2; exit {rc}"))
+    steps = boot_steps(inv, [inv.boards["pi-01"]])
+    shared = ssh_failure(resolve(target_for(inv.servers["nfs-01"].host)), WHAT, rc, said)
+    assert steps == {"pi-01": f"{shared.message} ({shared.hint})"}
+    line = {
+        "key": "nfs-01: ssh root@10.88.0.1:22 failed: root@10.88.0.1: Permission denied",
+        "host key": "nfs-01: ssh root@10.88.0.1:22 failed: Host key verification failed",
+        "sudo": "nfs-01: sudo -n asks root for a password (reading its boot log)",
+    }[why]
+    assert str(steps["pi-01"]).startswith(line), steps
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("sudo"), reason="needs root and sudo")
+def test_a_sudo_that_wants_a_password_is_said_as_the_other_helpers_say_it(
+    tmp_path: Path,
+) -> None:
+    """The real sudo: the server's user (nobody here) has no passwordless sudo."""
+    inv_text = INVENTORY.replace("ansible_user: root", "ansible_user: nobody, ansible_become: true")
+    (tmp_path / "dnsmasq.log").write_text(LOG)
+    ssh = fake_ssh(tmp_path, 'exec runuser -u nobody -- /bin/sh -c "${@: -1}"')
+    path = tmp_path / "inventory.yml"
+    path.write_text(inv_text.format(ssh=ssh, log=tmp_path / "dnsmasq.log"))
+    inv = load(path)
+    steps = boot_steps(inv, [inv.boards["pi-01"]])
+    assert steps == {
+        "pi-01": "nfs-01: sudo -n asks nobody for a password (reading its boot log) (give the "
+        "user passwordless sudo on the server (NOPASSWD), or log in as root)"
+    }
+
+
+def hanging_ssh(tmp_path: Path) -> tuple[str, Path]:
+    """An `ssh` that writes its pid to a file and then never answers (as a server whose
+    helper hangs); the file."""
+    pid = tmp_path / "ssh.pid"
+    return fake_ssh(tmp_path, f"echo $$ > {pid}.new; mv {pid}.new {pid}; exec sleep 600"), pid
+
+
+def _gone(pid: int) -> bool:
+    """Exited (a zombie nobody reaped yet counts: it runs nothing)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def _wait_gone(pid: int) -> None:
+    deadline = time.monotonic() + 30
+    while not _gone(pid):
+        assert time.monotonic() < deadline, f"the server's ssh (pid {pid}) still runs"
+        time.sleep(0.05)
+
+
+def test_a_server_that_does_not_answer_is_given_up_and_its_ssh_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ssh, pid_file = hanging_ssh(tmp_path)
+    inv = _inventory(tmp_path, ssh)
+    monkeypatch.setattr(bootstage, "TIMEOUT", 1)
+    steps = boot_steps(inv, [inv.boards["pi-01"]])
+    assert steps == {"pi-01": "nfs-01: reading its boot log: no answer in 1s"}
+    assert _gone(int(pid_file.read_text()))  # killed, not left behind
+
+
+def _status_waiting_on_the_server(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
+    """`netroot status` of an unreachable diskless board, waiting on its server's answer; the
+    pid of the server's ssh."""
+    ssh, pid_file = hanging_ssh(tmp_path)
+    inv = _status_inventory(tmp_path, ssh)
+    env = {**os.environ, "NO_COLOR": "1", "NETROOT_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netroot", "-i", str(inv), "status"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        env=env,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120  # a loaded machine may still be starting Python
+    while not pid_file.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    return proc, int(pid_file.read_text())
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "ctrl-c taken by a worker", "kill -9"])
+def test_the_servers_ssh_ends_with_a_ctrl_c_and_with_netroot(tmp_path: Path, how: str) -> None:
+    """A Ctrl-C ends `status` at once (not after the server's minute) and its ssh with it; a
+    netroot killed leaves no ssh behind either."""
+    proc, ssh_pid = _status_waiting_on_the_server(tmp_path)
+    if how == "kill -9":
+        proc.kill()
+    elif how == "ctrl-c":
+        proc.send_signal(signal.SIGINT)
+    else:
+        _to_a_worker_thread(proc.pid, signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError(f"still running 30 s after {how}: {proc.communicate()}") from None
+    if how != "kill -9":
+        assert proc.returncode == 130, err
+        assert err.splitlines()[-1] == "interrupted: nothing committed", err
+    _wait_gone(ssh_pid)
 
 
 def _row(board: str, reachable: bool) -> BoardStatus:
@@ -142,11 +277,9 @@ def test_only_nfs_traffic_after_the_last_step_counts_as_this_boots_mount() -> No
     assert unknown.stage == "DHCPACK" and "maybe an earlier boot's" in unknown.describe()
 
 
-def test_status_names_an_unreachable_diskless_boards_boot_stage(
-    tmp_path: Path, local_ssh: str
-) -> None:
-    """Through the CLI: the boards are closed ports on loopback (unreachable at once), the
-    server's `ssh` runs the program here on the log above."""
+def _status_inventory(tmp_path: Path, ssh: str) -> Path:
+    """The boards are closed ports on loopback (unreachable at once); the server's `ssh` is
+    `ssh`, its export root on this host (no fleet helper session)."""
     (tmp_path / "dnsmasq.log").write_text(LOG)
     boards = {
         "pi-01": {"ansible_host": "127.0.0.11", "ansible_port": 1, "netroot_address": "10.88.0.11",
@@ -155,12 +288,20 @@ def test_status_names_an_unreachable_diskless_boards_boot_stage(
         "pi-03": {"ansible_host": "127.0.0.13", "ansible_port": 1, "netroot_image": "img"},
     }  # fmt: skip
     server = {"ansible_host": "127.0.0.2", "ansible_port": 22, "ansible_user": "root",
-              "ansible_ssh_executable": local_ssh, "netroot_export_root": str(tmp_path / "root"),
+              "ansible_ssh_executable": ssh, "netroot_export_root": str(tmp_path / "root"),
               "netroot_nfs_server_dnsmasq_log": str(tmp_path / "dnsmasq.log")}  # fmt: skip
     data = {"all": {"children": {"nfs_servers": {"hosts": {"nfs-01": server}},
                                  "boards": {"hosts": boards}}}}  # fmt: skip
     inv = tmp_path / "inventory.yml"
     inv.write_text(yaml.safe_dump(data))
+    return inv
+
+
+def test_status_names_an_unreachable_diskless_boards_boot_stage(
+    tmp_path: Path, local_ssh: str
+) -> None:
+    """Through the CLI: the server's `ssh` runs the program here on the log above."""
+    inv = _status_inventory(tmp_path, local_ssh)
     proc = netroot_cli(inv, "status")
     assert proc.returncode == 4, proc.stdout + proc.stderr  # unreachable, as before
     said = "pi-01: boot: tftp: sent 1a2b3c01/vmlinuz at 17:42:03, no NFS connection now"
