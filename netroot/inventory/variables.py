@@ -100,7 +100,8 @@ netroot_board_nfs_extra_options | board-role | - | Appended to the NFS mount opt
 netroot_board_layer | board-role | disk | The writable layer over the version: disk or tmpfs.
 netroot_board_mount_retries | board-role | 10 | Boot-time mount tries.
 netroot_board_mount_retry_delay | board-role | 3 | Seconds between mount tries.
-netroot_board_mount_attempt_timeout | board-role | 20 | Seconds per mount try.
+netroot_board_mount_attempt_timeout | board-role | 60 | Seconds per mount try (all end 15 s
+    before netroot_board_mount_timeout).
 netroot_board_mount_timeout | board-role | 300 | The mount unit's start timeout, seconds.
 netroot_board_stop_timeout | board-role | 10 | Seconds the chroot's processes get after SIGTERM
     on a switch or unmount.
