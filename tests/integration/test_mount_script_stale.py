@@ -14,24 +14,12 @@ them all. The kernel NFS client this host lacks is what the lab's e2e supplies.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+from tests.integration.mount_script import IN_A_MOUNT_NAMESPACE, rendered
 
-from netroot.inventory import load
-from netroot.templating import Renderer
-
-HERE = Path(__file__).resolve().parents[1]
-INVENTORY = HERE / "unit" / "fixtures" / "provision_inventory.yml"
-
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a mount namespace)"),
-    pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare(1)"),
-]
+pytestmark = IN_A_MOUNT_NAMESPACE
 
 # What the board has mounted when it runs a version: the export, the version's own mount under
 # it, the overlay root and its /run (tmpfs here, each at the script's own paths).
@@ -50,8 +38,7 @@ echo 0123456789abcdef > /run/netroot/mounted
 
 
 def _script(tmp_path: Path) -> Path:
-    rendered = Renderer(load(INVENTORY)).render_board("pi-03", "0123456789abcdef")
-    text = next(r.text for r in rendered if r.template == "netroot-mount.j2")
+    text = rendered()
     path = tmp_path / "netroot-mount"
     path.write_text(text)
     path.chmod(0o755)

@@ -12,25 +12,13 @@ The script's constants are shrunk so the test takes seconds.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+from tests.integration.mount_script import IN_A_MOUNT_NAMESPACE, rendered
 
-from netroot.inventory import load
-from netroot.templating import Renderer
-
-HERE = Path(__file__).resolve().parents[1]
-INVENTORY = HERE / "unit" / "fixtures" / "provision_inventory.yml"
-
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a mount namespace)"),
-    pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare(1)"),
-]
+pytestmark = IN_A_MOUNT_NAMESPACE
 
 # `mount -t nfs ...` that takes $NFS_SECONDS and then mounts a tmpfs on its target (its last
 # argument) holding the version's directory; any other mount is the real one.
@@ -44,8 +32,7 @@ esac
 
 
 def _script(tmp_path: Path, attempt: int, deadline: int) -> Path:
-    rendered = Renderer(load(INVENTORY)).render_board("pi-03", "0123456789abcdef")
-    text = next(r.text for r in rendered if r.template == "netroot-mount.j2")
+    text = rendered()
     # The role's defaults, as rendered, before they are shrunk for the test.
     assert re.search(r"^ATTEMPT_TIMEOUT=60$", text, re.M), "the default try is 60 s"
     assert re.search(r"^DEADLINE_S=\$\(\(300 - 15\)\)$", text, re.M), "the unit's 300 s, less 15"
