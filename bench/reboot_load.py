@@ -89,6 +89,7 @@ def condition(hogs: int) -> str:
 
 METRICS = {  # figure: what of a reboot's record it is
     "task_s": "detected",
+    "sent_s": "sent",
     "shutdown_s": "down",
     "boot_s": "boot_s",
     "lag_s": "lag_s",
@@ -139,10 +140,11 @@ def table(summary: dict[str, dict[str, Any]]) -> str:
         return f"{f['median']:g} / {f['worst']:g}" if f else "-"
 
     lines = [
-        "| board | rounds | reboots (failed) | task | shutdown: start to port 22 closed "
+        "| board | rounds | reboots (failed) | task | start to the reboot command "
+        "| shutdown: start to port 22 closed "
         "| boot: closed to banner | detection lag: banner to task end | board CPU | board "
         "waiting for a core | host cores busy |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for board, per in summary.items():
         for cond, figures in per.items():

@@ -86,7 +86,7 @@ def test_every_idle_round_first_and_the_hogged_ones_that_fit_spread_among_them()
 
 
 def _reboot(board: str, hog: int, detected: float, boot: float, **more: Any) -> dict[str, Any]:
-    return {"board": board, "hog": hog, "rc": 0, "detected": detected, "down": 15.0,
+    return {"board": board, "hog": hog, "rc": 0, "detected": detected, "sent": 12.0, "down": 15.0,
             "boot_s": boot, "lag_s": 5.0, "qemu_cpu_s": 30.0, "qemu_wait_s": 2.0,
             "busy_cores": 1.0, "cpu_wait_share": 0.1, **more}  # fmt: skip
 
@@ -114,7 +114,7 @@ def test_figures_per_board_and_condition_with_hogged_over_idle() -> None:
     assert list(summary["pi-01"]) == ["idle"]
     rows = table(summary).splitlines()
     assert len(rows) == 2 + 3
-    assert rows[2].startswith("| nb-01 | idle | 3 (0) | 70 / 80 | 15 / 15 | 44 / 48 |")
+    assert rows[2].startswith("| nb-01 | idle | 3 (0) | 70 / 80 | 12 / 12 | 15 / 15 | 44 / 48 |")
     assert rows[3].startswith("| nb-01 | hog 2 | 1 (1) | 130 / 130 |")
 
 
