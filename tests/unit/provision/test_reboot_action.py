@@ -100,3 +100,51 @@ def test_the_builtin_still_probes_through_the_method_this_action_replaces() -> N
     assert _plugin().ActionModule.do_until_success_or_timeout is not (
         RebootAction.do_until_success_or_timeout
     )
+
+
+def test_the_boards_reboot_runs_no_setup_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The role's task gives an absolute reboot command and a boot-time command: the builtin's
+    setup run (to pick a distribution's commands) is skipped, and the commands it would have
+    picked are the ones the task gives, and `whoami` to test the board is back."""
+    action, _, _ = _action(
+        monkeypatch,
+        reboot_command="/usr/sbin/reboot --no-wall",
+        boot_time_command="cat /proc/sys/kernel/random/boot_id",
+    )
+
+    def no_module(**kwargs: object) -> None:
+        raise AssertionError(f"a module ran: {kwargs.get('module_name')}")
+
+    action._execute_module = no_module
+    distribution = action.get_distribution({})
+    assert action.get_shutdown_command({}, distribution) == "/usr/sbin/reboot"
+    assert action.get_shutdown_command_args(distribution) == "--no-wall"
+    pick = action._get_value_from_facts
+    assert pick("TEST_COMMANDS", distribution, "DEFAULT_TEST_COMMAND") == "whoami"
+    assert pick("BOOT_TIME_COMMANDS", distribution, "DEFAULT_BOOT_TIME_COMMAND") == (
+        action.DEFAULT_BOOT_TIME_COMMAND
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"boot_time_command": "cat /proc/sys/kernel/random/boot_id"},  # no reboot command
+        {"reboot_command": "reboot", "boot_time_command": "cat /x"},  # found on the board's PATH
+        {"reboot_command": "/usr/sbin/reboot"},  # the boot-time command from the distribution
+    ],
+)
+def test_otherwise_the_builtin_asks_the_board(
+    monkeypatch: pytest.MonkeyPatch, args: dict[str, str]
+) -> None:
+    action, _, _ = _action(monkeypatch, **args)
+    ran: list[object] = []
+
+    def setup(**kwargs: object) -> dict[str, object]:
+        ran.append(kwargs.get("module_name"))
+        facts = {"ansible_distribution": "Debian", "ansible_distribution_version": "12.8"}
+        return {"ansible_facts": {**facts, "ansible_os_family": "Debian"}}
+
+    action._execute_module = setup
+    assert action.get_distribution({}) == {"name": "debian", "version": "12", "family": "debian"}
+    assert ran == ["ansible.legacy.setup"]
