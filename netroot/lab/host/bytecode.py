@@ -20,7 +20,8 @@ number. Otherwise, and for any py3compile line this script does not read (option
 -p and directories, shell variables), it runs the tree's own py3compile in the chroot, under
 qemu-user as before: the tree is the same either way, only the time differs.
 
-Standard library only: mmdebstrap runs it by path with netroot's interpreter.
+Standard library only: mmdebstrap runs it by path with netroot's interpreter, as root (the lab
+runs as root: mmdebstrap's root mode, whose hooks write the tree as root, as dpkg does).
 """
 
 from __future__ import annotations
