@@ -246,11 +246,11 @@ def host_compiler(root: Path, candidates: Iterable[str] = ()) -> Path | None:
 
 
 def package_list(root: Path, package: str) -> list[str]:
-    """`dpkg -L PACKAGE` in the tree (an unqualified name may be Multi-Arch: same)."""
+    """`dpkg -L PACKAGE` in the tree: PACKAGE may name its arch or not, whatever the file's name
+    says (a Multi-Arch: same package's list is `NAME:ARCH.list`, any other's `NAME.list`)."""
     info = root / "var/lib/dpkg/info"
-    names = [package]
-    if ":" not in package:
-        names += [p.stem for p in info.glob(f"{package}:*.list")]
+    base = package.split(":", 1)[0]
+    names = [package, base, *(p.stem for p in sorted(info.glob(f"{base}:*.list")))]
     for name in names:
         path = info / f"{name}.list"
         if path.exists():
