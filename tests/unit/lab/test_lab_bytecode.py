@@ -96,6 +96,18 @@ def test_a_symlink_in_the_tree_resolves_inside_it(tmp_path: Path) -> None:
     assert bytecode.in_tree(tmp_path, "/usr/share/foo/up/passwd") == tmp_path / "etc/passwd"
 
 
+def test_a_package_list_whatever_the_postinst_calls_it(tmp_path: Path) -> None:
+    info = tmp_path / "var/lib/dpkg/info"
+    info.mkdir(parents=True)
+    (info / "python3-numpy.list").write_text("/a.py\n")  # not Multi-Arch: same
+    (info / "python3-torch:arm64.list").write_text("/b.py\n")  # Multi-Arch: same
+    assert bytecode.package_list(tmp_path, "python3-numpy:arm64") == ["/a.py"]
+    assert bytecode.package_list(tmp_path, "python3-numpy") == ["/a.py"]
+    assert bytecode.package_list(tmp_path, "python3-torch") == ["/b.py"]
+    with pytest.raises(FileNotFoundError, match="python3-gone"):
+        bytecode.package_list(tmp_path, "python3-gone")
+
+
 def test_dpkg_status_and_debian_versions() -> None:
     status = (
         "Package: python3.11-minimal\nStatus: install ok installed\nVersion: 3.11.2-6+deb12u8\n"
