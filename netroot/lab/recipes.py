@@ -31,12 +31,16 @@ class Recipe:
     mirror: str = MIRROR
     apt_opts: tuple[str, ...] = ()  # apt's options (`--aptopt`), such as no Recommends
     hooks: tuple[str, ...] = ()  # mmdebstrap hook options (`--essential-hook=...`)
+    # A foreign tree's Python bytecode compiled by the host's interpreter, not by py3compile
+    # under qemu-user (netroot/lab/host/bytecode.py: the same .pyc files, natively).
+    host_bytecode: bool = False
 
     @property
     def key(self) -> str:
         """Changes whenever anything that shapes the tree changes."""
         shape = asdict(self)
-        for late in ("apt_opts", "hooks"):  # recipes from before them keep their keys (caches)
+        # Recipes from before these fields keep their keys (caches).
+        for late in ("apt_opts", "hooks", "host_bytecode"):
             if not shape[late]:
                 del shape[late]
         blob = json.dumps(shape, sort_keys=True).encode()
@@ -90,6 +94,7 @@ BOARD = Recipe(
         "netbase",
         "sudo",
     ),
+    host_bytecode=True,
 )
 
 # The NFS server host: userspace NFS (the kernel here has no nfsd), reachable over SSH, and
@@ -146,10 +151,14 @@ SERVER_VM = Recipe(
 
 # The 64-bit boards' own OS (`lab up --arch arm64`): the same packages, arm64, like 64-bit
 # Raspberry Pi OS Lite on a 3B.
-BOARD_ARM64 = Recipe("board-rootfs", "arm64", BOARD.variant, BOARD.packages)
+BOARD_ARM64 = Recipe(
+    "board-rootfs", "arm64", BOARD.variant, BOARD.packages, host_bytecode=BOARD.host_bytecode
+)
 
 # The Raspbian stand-in that netroot exports: armhf python3 and numpy (no torch in Debian armhf).
-RASPBIAN = Recipe("raspbian-rootfs", "armhf", "minbase", ("python3", "python3-numpy"))
+RASPBIAN = Recipe(
+    "raspbian-rootfs", "armhf", "minbase", ("python3", "python3-numpy"), host_bytecode=True
+)
 
 # The 64-bit stand-in with PyTorch: Debian's python3-torch (bookworm: 1.13.1) is built for arm64
 # (ARMv8.0, so it runs on a 3B's Cortex-A53), not armhf. Lean: what `import torch` and netroot's
@@ -187,6 +196,7 @@ RASPBIAN_TORCH = Recipe(
         '--essential-hook=mkdir -p "$1/usr/share/python3/bcep" && '
         f"echo '{NO_TESTS_BCEP}' > \"$1/usr/share/python3/bcep/netroot-no-tests\"",
     ),
+    host_bytecode=True,
 )
 
 # A light board (`lab up --board-kind light`, for scale only): a privileged container of the

@@ -23,10 +23,11 @@ from netroot.lab.recipes import Recipe
 Report = Callable[[str], None]
 TIMES_FILE = "build-times.json"
 # Cold builds on a 2-core machine (2026-12-05), the fallback before this cache built anything.
-# The torch tree's (2026-12-07, issue 40: 504 s) matters most: without it a fresh machine
-# guessed 120 s and started the longest build of all after the boards' and Raspbian's trees.
+# The torch tree's matters most: without it a fresh machine guessed 120 s and started the longest
+# build of all after the boards' and Raspbian's trees (issue 40: 504 s; 414 s on a quiet 2-core
+# machine on 2026-12-07 with its bytecode compiled on the host, bench/README.md).
 FIRST_ESTIMATE_S = {
-    "raspbian-torch-rootfs": 500.0,
+    "raspbian-torch-rootfs": 420.0,
     "board-rootfs": 300.0,
     "raspbian-rootfs": 240.0,
     "server-rootfs": 80.0,

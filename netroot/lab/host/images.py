@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from netroot.errors import EnvironmentMissing
+from netroot.lab.host import bytecode
 from netroot.lab.recipes import Recipe
 from netroot.paths import project_file
 from netroot.run import run
@@ -26,9 +29,26 @@ LDCONFIG_AGAIN = '--customize-hook=chroot "$1" /sbin/ldconfig'
 
 def build_options(recipe: Recipe) -> tuple[str, ...]:
     """What makes mmdebstrap faster here without changing the tree (see Recipe.argv)."""
-    if recipe.variant == "extract" or not (EATMYDATA_HOOKS / "customize.sh").is_file():
-        return ()  # extract runs no dpkg; an mmdebstrap without the hook builds as before
-    return (f"--hook-directory={EATMYDATA_HOOKS}", LDCONFIG_AGAIN)
+    if recipe.variant == "extract":
+        return ()  # extract runs no dpkg
+    options: tuple[str, ...] = ()
+    if (EATMYDATA_HOOKS / "customize.sh").is_file():  # else an older mmdebstrap builds as before
+        options += (f"--hook-directory={EATMYDATA_HOOKS}", LDCONFIG_AGAIN)
+    if recipe.host_bytecode:
+        options += host_bytecode_hooks()
+    return options
+
+
+def host_bytecode_hooks() -> tuple[str, ...]:
+    """py3compile told to skip everything while dpkg runs under qemu-user, then the host
+    compiles what it would have (netroot/lab/host/bytecode.py, run by this interpreter)."""
+    bcep = f'"$1/{bytecode.BCEP_DIR}"'
+    line = shlex.quote(bytecode.EXCLUDE_ALL)
+    script = shlex.quote(str(Path(bytecode.__file__).resolve()))
+    return (
+        f"--essential-hook=mkdir -p {bcep} && echo {line} > {bcep}/{bytecode.BCEP_FILE}",
+        f'--customize-hook={shlex.quote(sys.executable)} {script} "$1"',
+    )
 
 
 def rootfs(recipe: Recipe, cache: Path, report: Report) -> Path:
