@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from netroot.adapters.ssh import Session, TargetError, Unreachable, each_host, resolve
+from netroot.adapters.ssh import Session, TargetError, Unreachable, resolve
+from netroot.adapters.sshproc import each_host
 from netroot.errors import Exit
 from netroot.sshtarget import SshTarget
 

@@ -5,31 +5,28 @@ The one place for "run the helper on the server over SSH with become": the expor
 SSH as for every other netroot connection: the inventory's user, key, known_hosts checked
 strictly (an unknown or changed host key is refused), BatchMode (never a prompt), become by
 `sudo -n` (never a password prompt). Every child (ssh, rsync) dies with this process
-(PR_SET_PDEATHSIG): a control host killed stops writing to the server at once, and a helper
-session whose ssh dies sees EOF and ends (releasing what it held).
+(sshproc.die_with_netroot): a control host killed stops writing to the server at once, and a
+helper session whose ssh dies sees EOF and ends (releasing what it held).
 """
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import json
 import os
 import re
 import shlex
-import signal
 import subprocess
 import tempfile
 from collections.abc import Callable
 from typing import IO, Any
 
 from netroot import sshtarget
+from netroot.adapters.sshproc import die_with_netroot
 from netroot.errors import EnvironmentMissing, Exit, NetrootError, UsageError
 from netroot.sshtarget import SshTarget, with_meaning
 
 Progress = Callable[[int, int], None]  # (bytes so far, files so far)
 
-PR_SET_PDEATHSIG = 1
 # What ssh says when it cannot log in (rsync then exits 12 or 255, depending on timing).
 SSH_FAILURES = (
     "Host key verification failed",
@@ -42,19 +39,6 @@ SSH_FAILURES = (
 )
 
 
-@functools.cache
-def _prctl() -> Any:
-    # Looked up once, in the parent: between fork and exec the child of a netroot that runs
-    # threads (one per server, export/fanout.py) must not dlopen (a lock another thread may
-    # have held at the fork).
-    return ctypes.CDLL(None, use_errno=True).prctl
-
-
-def _die_with_parent() -> None:
-    # Runs in the child before exec: SIGKILL it when netroot dies (kill -9 included).
-    _prctl()(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 def ssh_argv(target: SshTarget) -> list[str]:
     """ssh to the server as Ansible would for the same inventory (netroot.sshtarget.ssh_argv):
     host key checked strictly, never a prompt; no multiplexing (each process is one session)."""
@@ -62,9 +46,9 @@ def ssh_argv(target: SshTarget) -> list[str]:
 
 
 def spawn(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
-    _prctl()  # resolved here, before the fork
+    """rsync or a helper session's ssh, dying with netroot (die_with_netroot)."""
     try:
-        return subprocess.Popen(argv, preexec_fn=_die_with_parent, **kwargs)
+        return subprocess.Popen(argv, preexec_fn=die_with_netroot(), **kwargs)
     except FileNotFoundError:
         raise EnvironmentMissing(
             f"{argv[0]}: not installed on this control host",

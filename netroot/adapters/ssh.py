@@ -12,6 +12,9 @@ A session for one command (the status probe) has no master: one ssh process, one
 Where neither ~/.ssh/config, the system's ssh config nor the inventory chose the key exchange,
 netroot's sessions put the fast ones first (sshtarget.fast_kex): OpenSSH 9.x's post-quantum
 default costs the controller ~65 ms of CPU a login.
+
+Each ssh process runs through netroot.adapters.sshproc.call: out of the keyboard's reach, under
+a time bound, ended by a Ctrl-C (end_all).
 """
 
 from __future__ import annotations
@@ -22,20 +25,15 @@ import math
 import os
 import re
 import secrets
-import signal
 import stat
-import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypeVar
 
-from netroot import threadwait
-from netroot.errors import EnvironmentMissing, Exit, NetrootError, UsageError
+from netroot.adapters.sshproc import TCP_ANSWER_S, NoTcpAnswer, SshTimeout, call
+from netroot.errors import Exit, NetrootError, UsageError
 from netroot.sshtarget import (
     SLOW_ANSWER,
     SshTarget,
@@ -73,24 +71,7 @@ class Unreachable(TargetError):
         super().__init__(target, f"{where} unreachable: {said}", hint, Exit.UNREACHABLE)
 
 
-# ssh and the ssh of a ProxyJump get no terminal (a session of their own) and no askpass: a
-# host key to confirm or a passphrase to type is a failure, never a prompt that hangs netroot.
-_NO_PROMPT = {"SSH_ASKPASS_REQUIRE": "never"}
-
-
-# A host that is up answers a TCP connection from its kernel at once (SYN-ACK, or RST from a
-# closed port), however busy its sshd: the SSH answer may take the whole ConnectTimeout, the
-# TCP answer does not. A connection unanswered for this long means a host that is gone. Its
-# ARP entry may stay valid for up to 45 s after it went, all that time ssh would wait out its
-# ConnectTimeout (30 s) and then try again, where a board that is off should be said at once.
-# Why 3 s: Linux resends an unanswered SYN after its initial RTO of 1 s (RFC 6298), at 1 and
-# 2 s since 6.5 (tcp_syn_linear_timeouts=4), at 1 and 3 s before: in 3 s a SYN or SYN-ACK
-# lost once (a busy switch) is resent and still has 2 s to be answered, and the first SYN
-# 3 s, where a board's kernel takes milliseconds (an emulated board's on a loaded host was
-# not measured: bench/README.md). Any answer ends the wait: this is no deadline on a slow
-# board, only on silence. bench/bench_ssh.py --power-off: 3.0 s, `status` 3.6-4.3 s.
-TCP_ANSWER_S = 3.0
-SYN_SENT = "02"  # the state of a socket waiting for the server's first answer (/proc/net/tcp)
+# Said of a host whose connection got no answer in TCP_ANSWER_S (sshproc: why 3 s).
 GONE = (
     "nothing answers at that address (a host that is up answers a connection at once, however "
     "busy): the host is powered off, unplugged or not on this network; check its power and "
@@ -107,147 +88,13 @@ _MUX_NOISE = re.compile(
 )
 
 
-class _NoTcpAnswer(Exception):
-    """ssh's connection got no answer at all in TCP_ANSWER_S."""
-
-
-def syn_sent_inodes(table: str) -> set[str]:
-    """The inodes of the sockets waiting for a first answer in a /proc/net/tcp table (pure)."""
-    found = set()
-    for line in table.splitlines()[1:]:
-        fields = line.split()
-        if len(fields) > 9 and fields[3] == SYN_SENT:
-            found.add(fields[9])
-    return found
-
-
-def _still_connecting(pid: int) -> bool:
-    """Whether process `pid` (ssh, connecting directly) has a TCP connection left unanswered."""
-    try:
-        links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
-    except OSError:
-        return False  # gone, or not Linux: nothing to say early
-    inodes = {link[8:-1] for link in links if link.startswith("socket:[")}
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError):
-            if syn_sent_inodes(Path(table).read_text()) & inodes:
-                return True
-    return False
-
-
-# Every ssh this process runs, while it runs: a Ctrl-C ends them (end_all). Each is in a session
-# of its own (no terminal, no SIGINT from the keyboard) and would outlive netroot, which exits
-# without waiting for its worker threads, up to the connection's timeout.
-_LIVE: set[subprocess.Popen[bytes]] = set()
-_LIVE_LOCK = threading.Lock()
-_ENDING = threading.Event()
-
-
-def end_all() -> None:
-    """Kill every ssh this process runs, and any it starts from now on: for a Ctrl-C, on the
-    way out (netroot exits then). Masters of multiplexing sessions are left to Session.close
-    or their ControlPersist."""
-    _ENDING.set()
-    with _LIVE_LOCK:
-        for proc in _LIVE:
-            _kill(proc)
-
-
-T = TypeVar("T")
-R = TypeVar("R")
-
-
-def each_host(run: Callable[[T], R], items: Sequence[T], workers: int) -> list[R]:
-    """`run` on every item at once (at most `workers` threads), results in order. On Ctrl-C
-    nothing waits for a silent host (up to a minute) and no ssh is left behind: each runs in a
-    session of its own, out of the keyboard's reach (end_all). Not pool.map: its wait would not
-    notice a Ctrl-C a worker thread took (threadwait)."""
-    pool = ThreadPoolExecutor(max_workers=max(1, min(workers, len(items))))
-    try:
-        found = threadwait.results([pool.submit(run, item) for item in items])
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        end_all()
-        raise
-    pool.shutdown()
-    return found
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    # The whole process group (start_new_session: the ssh's own): a ProxyJump's ssh with it.
-    if proc.returncode is None:  # not reaped yet: its pid is still its own
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _spawn(
-    argv: list[str], stdin: bytes | None, timeout: float | None, watch: bool = False
-) -> tuple[int, bytes, bytes]:
-    """Run ssh; (rc, stdout, stderr). TimeoutError when it outlives `timeout` (then killed);
-    `watch`: _NoTcpAnswer when its own connection is unanswered after TCP_ANSWER_S."""
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**os.environ, **_NO_PROMPT},
-            start_new_session=True,
-        )
-    except FileNotFoundError:
-        raise EnvironmentMissing(
-            f"{argv[0]}: not installed on this control host",
-            "install the OpenSSH client (apt-get install openssh-client)",
-        ) from None
-    with ending(proc):
-        try:
-            if watch and (timeout is None or timeout > TCP_ANSWER_S):
-                try:
-                    out, err = proc.communicate(stdin, timeout=TCP_ANSWER_S)
-                except subprocess.TimeoutExpired:
-                    if _still_connecting(proc.pid):
-                        raise _NoTcpAnswer from None
-                    rest = None if timeout is None else timeout - TCP_ANSWER_S
-                    out, err = proc.communicate(timeout=rest)  # input goes on being fed
-            else:
-                out, err = proc.communicate(stdin, timeout=timeout)
-        except BaseException as exc:  # a timeout, no answer, Ctrl-C: no ssh left behind
-            proc.kill()
-            proc.wait()
-            # Not read to the end: a multiplexed command's stdout and stderr were handed to
-            # the master, which holds them until the remote command ends.
-            for pipe in (proc.stdin, proc.stdout, proc.stderr):
-                if pipe is not None:
-                    pipe.close()
-            if isinstance(exc, subprocess.TimeoutExpired):
-                raise TimeoutError from None
-            raise
-    return proc.returncode, out, err
-
-
-@contextlib.contextmanager
-def ending(proc: subprocess.Popen[bytes]) -> Iterator[None]:
-    """`proc` (an ssh in a session of its own) one of those end_all kills while the block
-    runs; killed when the block ends if it still runs (a timeout, an error)."""
-    with _LIVE_LOCK:
-        _LIVE.add(proc)
-        if _ENDING.is_set():  # started as end_all ran: ended as the others were
-            _kill(proc)
-    try:
-        yield
-    finally:
-        with _LIVE_LOCK:
-            _LIVE.discard(proc)
-        _kill(proc)
-
-
 def resolve(target: SshTarget) -> SshTarget:
     """`target` as ~/.ssh/config (or OpenSSH's defaults) completes it, as `ssh -G` says: the
     user and port where the inventory sets none (who logs in decides whether sudo is needed),
     and the fast key exchanges first where nothing chose the key exchange (sshtarget.fast_kex:
     a login's CPU on the controller falls from ~80 to ~10 ms)."""
     target = replace(target, kex=None)  # what ssh itself would do, not netroot's last choice
-    rc, out, err = _spawn([*ssh_argv(target), "-G", target.host], None, 30)
+    rc, out, err = call([*ssh_argv(target), "-G", target.host], None, 30)
     if rc != 0:
         said = ssh_said(err.decode(errors="replace"))
         raise UsageError(
@@ -262,8 +109,8 @@ def resolve(target: SshTarget) -> SshTarget:
 @functools.cache
 def _default_kex(executable: str) -> str | None:
     """The key exchanges `executable` offers when no config file says any (None: unknown)."""
-    with contextlib.suppress(TimeoutError, NetrootError):
-        rc, out, _ = _spawn([executable, "-F", "/dev/null", "-G", "netroot.invalid"], None, 30)
+    with contextlib.suppress(SshTimeout, NetrootError):
+        rc, out, _ = call([executable, "-F", "/dev/null", "-G", "netroot.invalid"], None, 30)
         if rc == 0:
             return parse_ssh_config(out.decode(errors="replace")).get("kexalgorithms")
     return None
@@ -325,7 +172,7 @@ class Session:
     def _master_up(self) -> bool:
         if self._control is None:
             return False  # no master: 255 is ssh's own failure
-        rc, _, _ = _spawn(self._argv("-O", "check", self.target.host), None, 30)
+        rc, _, _ = call(self._argv("-O", "check", self.target.host), None, 30)
         return rc == 0
 
     def run(self, command: str, stdin: bytes | None = None, timeout: float | None = None) -> Result:
@@ -350,16 +197,16 @@ class Session:
         argv = self._argv(self.target.host, command)
         for attempt in range(self.target.retries + 1):
             try:
-                rc, out, err = _spawn(argv, stdin, timeout, watch=True)
-            except _NoTcpAnswer:
+                rc, out, err = call(argv, stdin, timeout, watch=True)
+            except NoTcpAnswer:
                 target = self.target
                 why = f"no answer to the connection to {target.host} within {TCP_ANSWER_S:g} s"
                 raise Unreachable(target, why, GONE) from None
-            except TimeoutError:
+            except SshTimeout as exc:
                 # As a lost connection: the master goes (the command with it); the next
                 # command logs in afresh.
                 self.close()
-                why = f"no answer to the command within {timeout:g} s"
+                why = f"no answer to the command within {exc.seconds:g} s"
                 raise Unreachable(self.target, why) from None
             # 255 is ssh's own failure, or the command's own exit status: a master still up
             # after it means the connection held, so the command said 255.
@@ -385,8 +232,8 @@ class Session:
     def close(self) -> None:
         """Stop the master (and with it every command still running on it)."""
         if self._control is not None and os.path.exists(self._control):
-            with contextlib.suppress(TimeoutError):  # else ControlPersist ends it
-                _spawn(self._argv("-O", "exit", self.target.host), None, 30)
+            with contextlib.suppress(SshTimeout):  # else ControlPersist ends it
+                call(self._argv("-O", "exit", self.target.host), None, 30)
         self._started = False  # the next command starts a master again, alone
 
     def __enter__(self) -> Session:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from typing import Any
 
 from netroot.adapters import serverssh as adapter
 from netroot.adapters.ssh import resolve
+from netroot.adapters.sshproc import call
 from netroot.bundle import helper_command
 from netroot.errors import Exit, NetrootError, UsageError
 from netroot.export import verbs
@@ -100,22 +100,15 @@ def _send(
 
 
 def _once(server: NfsServer, args: list[str], what: str) -> dict[str, Any]:
-    """One request to the export helper on the server (--verify, --list, --prune)."""
+    """One request to the export helper on the server (--verify, --list, --prune). No time
+    bound: --verify re-hashes a whole version there (minutes for a large tree); a Ctrl-C and
+    netroot's death end it."""
     target = remote_target(server)
-    proc = adapter.spawn(
-        [
-            *adapter.ssh_argv(target),
-            target.host,
-            target.privileged(helper_command("netroot.remote.export", args)),
-        ],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    out, err = proc.communicate()
+    command = target.privileged(helper_command("netroot.remote.export", args))
+    rc, out, err = call([*adapter.ssh_argv(target), target.host, command], dies_with_netroot=True)
     line = out.decode(errors="replace").strip()
     if not line:
-        raise adapter.ssh_failure(target, what, proc.returncode, err.decode(errors="replace"))
+        raise adapter.ssh_failure(target, what, rc, err.decode(errors="replace"))
     reply: dict[str, Any] = json.loads(line.splitlines()[-1])
     if reply.get("busy"):
         raise NetrootError(f"{server.name}: {reply['error']}", BUSY_HINT, Exit.BUSY)

@@ -8,7 +8,8 @@ third, for one command (bench/README.md, "A classroom at scale on light boards")
 from __future__ import annotations
 
 from netroot.adapters.become import sudo_refused
-from netroot.adapters.ssh import Session, Unreachable, each_host
+from netroot.adapters.ssh import Session, Unreachable
+from netroot.adapters.sshproc import each_host
 from netroot.fleet.boardfacts import PROBE, BoardFacts, parse_probe
 from netroot.inventory import Board
 from netroot.sshtarget import target_for

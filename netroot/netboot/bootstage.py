@@ -14,11 +14,11 @@ session's requests have no time bound (a silent server must not hang `status`).
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Sequence
 
 from netroot.adapters import serverssh as adapter
-from netroot.adapters.ssh import each_host, ending, resolve
+from netroot.adapters.ssh import resolve
+from netroot.adapters.sshproc import SshTimeout, call, each_host
 from netroot.bundle import helper_command
 from netroot.errors import Exit, NetrootError
 from netroot.inventory import Board, Inventory, NfsServer
@@ -35,25 +35,17 @@ def ask(server: NfsServer, boards: Sequence[Board]) -> dict[str, BootStep]:
     if target.privileged_ok:  # the log is root's (dnsmasq opens it before dropping root)
         command = target.privileged(command)
     request = json.dumps(request_for(server, boards)).encode()
-    # In a session of its own, as netroot's other ssh: out of the keyboard's reach, ended by
-    # end_all (a Ctrl-C) or when it outlives TIMEOUT, and by the kernel if netroot dies.
-    proc = adapter.spawn(
-        [*adapter.ssh_argv(target), target.host, command],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    with proc, ending(proc):
-        try:
-            out, err = proc.communicate(request, timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            raise NetrootError(
-                f"{server.name}: {WHAT}: no answer in {TIMEOUT}s", code=Exit.UNREACHABLE
-            ) from None
+    # Ended by end_all (a Ctrl-C) or when it outlives TIMEOUT, and by the kernel if netroot dies.
+    argv = [*adapter.ssh_argv(target), target.host, command]
+    try:
+        rc, out, err = call(argv, request, TIMEOUT, dies_with_netroot=True)
+    except SshTimeout as exc:
+        raise NetrootError(
+            f"{server.name}: {WHAT}: no answer in {exc.seconds:g}s", code=Exit.UNREACHABLE
+        ) from None
     reply = last_reply(out.decode(errors="replace"))
     if reply is None:
-        raise adapter.ssh_failure(target, WHAT, proc.returncode, err.decode(errors="replace"))
+        raise adapter.ssh_failure(target, WHAT, rc, err.decode(errors="replace"))
     return parse_reply(server.name, reply)
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from netroot.adapters.ssh import TCP_ANSWER_S, Session, Unreachable
+from netroot.adapters.ssh import Session, Unreachable
+from netroot.adapters.sshproc import TCP_ANSWER_S
 from netroot.errors import Exit
 from netroot.sshtarget import SshTarget
 from tests.integration.provision_hosts import (

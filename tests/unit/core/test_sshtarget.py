@@ -178,7 +178,7 @@ def test_the_line_that_says_why_ssh_failed_and_what_it_means(
 
 
 def test_sockets_still_waiting_for_a_first_answer_are_read_from_proc_net_tcp() -> None:
-    from netroot.adapters.ssh import syn_sent_inodes
+    from netroot.adapters.sshproc import syn_sent_inodes
 
     table = (
         "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
