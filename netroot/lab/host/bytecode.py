@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 BCEP_DIR = "usr/share/python3/bcep"
+DEBIAN_DEFAULTS = "usr/share/python3/debian_defaults"  # its default-version: python3.X
 BCEP_FILE = "netroot-compiled-on-host"
 EXCLUDE_ALL = "re|3.0-|/|.*"  # every file, every Python 3: py3compile compiles nothing
 # py3compile's (debpython's) own rule for a public module's directory.
@@ -215,8 +216,8 @@ def upstream(version: str) -> str:
     return version.split(":", 1)[-1].rsplit("-", 1)[0]
 
 
-def host_compiler(root: Path, candidates: Iterable[str] = ()) -> Path | None:
-    """A host interpreter that compiles as the tree's own would, else None.
+def host_compiler(root: Path, python: str, candidates: Iterable[str] = ()) -> Path | None:
+    """A host interpreter that compiles as the tree's own `python` (python3.X) would, else None.
 
     The same Python release (the upstream part of the tree's python3.X-minimal version) and the
     same magic number as the tree's own stdlib .pyc files (its postinst compiled them under
@@ -225,7 +226,6 @@ def host_compiler(root: Path, candidates: Iterable[str] = ()) -> Path | None:
     to the library); bench/README.md's comparison of two whole trees is what shows the .pyc
     files equal.
     """
-    python = default_python((root / "usr/share/python3/debian_defaults").read_text())
     release = upstream(
         dpkg_versions((root / "var/lib/dpkg/status").read_text()).get(f"{python}-minimal", "")
     )
@@ -325,13 +325,14 @@ def compile_tree(root: Path, candidates: Iterable[str] = ()) -> int:
     if not any(bcep.iterdir()):
         bcep.rmdir()  # no package ships it: the essential hook made it for BCEP_FILE alone
     calls, other = calls_of(root)
-    python = host_compiler(root, candidates) if calls else None
+    # The python3.X the tree's py3compile runs, read once (no py3compile line: not needed).
+    name = default_python((root / DEBIAN_DEFAULTS).read_text()) if calls else ""
+    python = host_compiler(root, name, candidates) if name else None
     if python is None:  # not the tree's compiler: leave it all to the tree's py3compile
         other = [["py3compile", "-p", c.package, *c.dirs] for c in calls] + other
         calls = []
     todo: list[str] = []
     if python is not None:
-        name = default_python((root / "usr/share/python3/debian_defaults").read_text())
         major, minor = name.removeprefix("python").split(".")
         version = (int(major), int(minor))
         every: list[Exclusion] = []

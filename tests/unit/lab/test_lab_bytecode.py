@@ -185,15 +185,15 @@ def test_the_tree_compiled_as_py3compile_would(tmp_path: Path) -> None:
 
 
 def test_another_release_is_left_to_py3compile(tmp_path: Path) -> None:
-    _tree(tmp_path, "9.9.9", importlib.util.MAGIC_NUMBER)
-    assert bytecode.host_compiler(tmp_path, [sys.executable]) is None
+    python, _ = _tree(tmp_path, "9.9.9", importlib.util.MAGIC_NUMBER)
+    assert bytecode.host_compiler(tmp_path, python, [sys.executable]) is None
     (tmp_path / "var/lib/dpkg/status").write_text(
         (tmp_path / "var/lib/dpkg/status").read_text().replace("9.9.9", platform.python_version())
     )
-    assert bytecode.host_compiler(tmp_path, [sys.executable]) is not None
+    assert bytecode.host_compiler(tmp_path, python, [sys.executable]) is not None
     pyc = next((tmp_path / "usr/lib").glob("python3.*/__pycache__/os.*.pyc"))
     pyc.write_bytes(b"\0\0\r\n" + bytes(12))  # another bytecode format
-    assert bytecode.host_compiler(tmp_path, [sys.executable]) is None
+    assert bytecode.host_compiler(tmp_path, python, [sys.executable]) is None
 
 
 def test_foreign_trees_compile_on_the_host_and_their_keys_changed() -> None:
