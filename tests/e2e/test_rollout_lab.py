@@ -28,6 +28,7 @@ import pytest
 from netroot.fleet.state import load_state, state_path
 from tests.e2e.conftest import LabHandle
 from tests.e2e.helpers import BASE_IMAGE, NETROOT, export, netroot, variant_image
+from tests.interrupts import sigint_as_at_a_terminal
 
 pytestmark = pytest.mark.e2e
 
@@ -155,12 +156,6 @@ def test_nfs_server_restart_mid_rollout_keeps_every_root(lab: LabHandle, inv: Pa
         assert lab.ssh(board, "/usr/local/sbin/netroot-chroot /usr/bin/python3 -c 'print(1)'")
 
 
-def _sigint_as_at_a_terminal() -> None:
-    """Ctrl-C as at a terminal: the suite may run with SIGINT ignored (nohup, a script's
-    background job), which the rollout would inherit and rightly ignore."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_interrupt_then_resume_finishes(lab: LabHandle, inv: Path) -> None:
     version_f = export(lab.inventory, variant_image("e2e-f", "f"))
     env = {**os.environ, "NETROOT_INVENTORY": str(inv), "NO_COLOR": "1"}
@@ -168,7 +163,7 @@ def test_interrupt_then_resume_finishes(lab: LabHandle, inv: Path) -> None:
         [*NETROOT, "rollout", "netroot-lab/raspbian:e2e-f", "--name", "raspbian", *FAST,
          *AFTER_CANARY],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        preexec_fn=_sigint_as_at_a_terminal,
+        preexec_fn=sigint_as_at_a_terminal,
     )  # fmt: skip
     # Interrupt once the rollout says the batch after the canary has begun (its own progress
     # line on stderr): the Ctrl-C then lands in that batch's provision, whatever the boards'

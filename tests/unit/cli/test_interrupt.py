@@ -22,6 +22,7 @@ from netroot.errors import Exit
 from netroot.export.here import committed_since
 from netroot.fleet.state import BoardState, State
 from netroot.remote.fleet import STATE_NAME
+from tests.interrupts import sigint_as_at_a_terminal
 
 
 @pytest.fixture
@@ -66,7 +67,7 @@ def _interrupted(
     proc = subprocess.Popen(
         [sys.executable, "-m", "netroot", *args, "-i", str(inv)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        env=env,
+        env=env, preexec_fn=sigint_as_at_a_terminal,
     )  # fmt: skip
     # Interrupted once it waits on the silent hosts (the probes wait up to a minute): a
     # connection waits in a listening socket's queue, which makes it readable. Not a fixed

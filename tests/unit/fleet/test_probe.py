@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from netroot.errors import Exit
+from tests.interrupts import sigint_as_at_a_terminal
 
 BOARDS = (3, 4, 5, 6)  # 127.0.0.N
 
@@ -58,7 +59,7 @@ def test_ctrl_c_during_status_leaves_no_ssh_behind(
     proc = subprocess.Popen(
         [sys.executable, "-m", "netroot", "status", "-i", str(inv)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        env=env,
+        env=env, preexec_fn=sigint_as_at_a_terminal,
     )  # fmt: skip
     # Every board's ssh waits in a listening queue (readable then): no fixed sleep, a loaded
     # machine may still be starting Python.

@@ -27,6 +27,7 @@ from netroot.netboot import bootstage
 from netroot.netboot.bootstage import boot_steps
 from netroot.netboot.bootstep import WHAT, BootStep, last_reply, parse_reply, request_for
 from netroot.sshtarget import target_for
+from tests.interrupts import sigint_as_at_a_terminal
 from tests.unit.cli.test_interrupt import _to_a_worker_thread
 from tests.unit.core.fleetkit import netroot_cli
 
@@ -210,7 +211,7 @@ def _status_waiting_on_the_server(tmp_path: Path) -> tuple[subprocess.Popen[str]
     proc = subprocess.Popen(
         [sys.executable, "-m", "netroot", "-i", str(inv), "status"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        env=env,
+        env=env, preexec_fn=sigint_as_at_a_terminal,
     )  # fmt: skip
     deadline = time.monotonic() + 120  # a loaded machine may still be starting Python
     while not pid_file.exists():
