@@ -40,6 +40,8 @@ CORE_MODULES = (
     "smoke",
     "smoke_exec",
     "opsrun",
+    "forked",
+    "torch_diagnoses",
     "torch_smoke",
     "program",
 )

@@ -1,50 +1,48 @@
 """Smoke stages S12-S14: PyTorch on the QPU, checked against the CPU (after S0-S11).
 
-S12 imports torch in a child process with a time limit, so that a torch which dies at import
-(SIGILL on a Cortex-A53, the OOM killer) is diagnosed instead of killing the smoke program.
-S13 registers netroot's operators (torchops) on the QPUs S0-S11 proved and checks them against
-torch's CPU operators (torchcheck); S14 times the matrix-vector product on both. On the
-emulator S14 claims no speed. No torch in the image: all three skip, saying so.
-Stdlib-only until S12 has shown that torch imports (bundled; torchops/torchcheck travel as
-source and are loaded only then).
+All three run in one child process (netroot.qpu.forked), so that torch is imported once per
+smoke and a torch that dies at import (SIGILL on a Cortex-A53, the OOM killer) or hangs is
+diagnosed instead of killing the smoke program. S12 is the child's `import torch`, timed, with
+the NFS operations it cost; S13 registers netroot's operators (torchops) on the QPUs S0-S11
+proved, opened in the child, and checks them against torch's CPU operators (torchcheck); S14
+times the matrix-vector product on both. Each stage comes back over a pipe with the facts it
+added; a child that dies or hangs after the import fails the stage it was in. On the emulator
+S14 claims no speed. No torch in the image: all three skip, saying so. Stdlib-only until the
+child has imported torch (bundled; torchops/torchcheck travel as source, loaded only then).
 """
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
+import importlib
 import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from netroot import nfsstat
-from netroot.qpu import opsrun
+from netroot.qpu import forked, opsrun
 from netroot.qpu.smoke import Context, Stage, _stage
+from netroot.qpu.torch_diagnoses import NO_TORCH, NO_TORCH_RC, died_after_import, s12_failed
 from netroot.remote.loader import load_bundled
 
 IMPORT_TIMEOUT_S = 300  # a cold import from an NFS root on a Pi 3B takes tens of seconds
-NO_TORCH_RC = 10
-IMPORT_CHILD = """import sys
-try:
-    import torch
-except ModuleNotFoundError as exc:
-    if exc.name != "torch":
-        raise
-    sys.exit(10)
-print(torch.__version__)
-"""
-SIGILL_DIAGNOSIS = (
-    "killed by SIGILL at `import torch`: this torch build uses instructions a Pi 3B's "
-    "Cortex-A53 (ARMv8.0) lacks, such as the ARMv8.1 LSE atomics of several aarch64 wheels "
-    "(pytorch #132032, #174344)"
-)
-SIGILL_REMEDY = (
-    "use Debian's python3-torch (bookworm, arm64) in the image, or a wheel built for armv8-a"
-)
-NO_TORCH = "no torch in this image (python3 cannot import torch)"
+# S13 and S14 together, from the end of the import: generous (S13 on the lab's emulated
+# Cortex-A53 takes tens of seconds; the whole program has 1200 s, netroot.smoke.qpustage).
+STAGES_TIMEOUT_S = 600
 # The board's NFS client counters (netroot.nfsstat): read around the import, they say how many
 # round trips it cost the network, what a real 3B on a 100 Mb/s port pays for.
 NFS_COUNTERS = "/proc/net/rpc/nfs"
+# What S12 and S13 add to ctx.facts in the child, sent back with each stage.
+TORCH_FACTS = ("torch", "torch_worst_bound_ratio")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The child's time limits, and where it reads the NFS counters (tests shorten, move them)."""
+
+    import_s: float = IMPORT_TIMEOUT_S
+    stages_s: float = STAGES_TIMEOUT_S
+    counters: str = NFS_COUNTERS
 
 
 def nfs_counters(path: str = NFS_COUNTERS) -> nfsstat.ClientCounters | None:
@@ -72,93 +70,23 @@ def nfs_cost(
     return f"{spent.work()} NFS operations ({top or 'none'})", spent.summary()
 
 
-def memory_facts(gpu_mem: int) -> str:
-    """The board's memory as the kernel sees it, and the GPU's share, for OOM diagnoses."""
-    fields = {}
-    try:
-        with open("/proc/meminfo") as handle:
-            for line in handle:
-                key, _, value = line.partition(":")
-                fields[key] = value.split()[0] if value.split() else ""
-    except OSError as exc:
-        return f"/proc/meminfo unreadable ({exc})"
-    mib = {k: int(fields[k]) // 1024 for k in ("MemTotal", "MemAvailable") if k in fields}
-    gpu = f"gpu_mem {gpu_mem >> 20} MiB" if gpu_mem else "gpu_mem unknown (S3 did not read it)"
-    return (
-        f"MemTotal {mib.get('MemTotal', '?')} MiB, MemAvailable {mib.get('MemAvailable', '?')} "
-        f"MiB, {gpu} (a 3B has 1024 MiB less gpu_mem)"
-    )
-
-
 def s12_import(
-    python: str,
-    timeout_s: float,
-    gpu_mem: int,
-    facts: dict[str, Any] | None = None,
-    counters: str = NFS_COUNTERS,
-) -> tuple[Stage, bool]:
-    """`import torch` in a child process: (stage, whether torch imported). Its seconds and the
-    NFS operations the board's client sent meanwhile (every process's: the smoke runs alone)
-    go into the line and into `facts["torch"]`."""
-    before = nfs_counters(counters)
-    start = time.monotonic()
+    start: float, before: nfsstat.ClientCounters | None, counters: str, facts: dict[str, Any]
+) -> Stage | None:
+    """In the child: `import torch`; S12's stage (its seconds since `start`, the NFS operations
+    the board's client sent since `before`: every process's, the smoke runs alone), None when
+    there is no torch. The figures also go into `facts["torch"]`."""
     try:
-        res = subprocess.run(
-            [python, "-c", IMPORT_CHILD], capture_output=True, timeout=timeout_s, check=False
-        )
-    except subprocess.TimeoutExpired:
-        return _stage(
-            "S12",
-            "fail",
-            f"`import torch` did not finish within {timeout_s:.0f} s",
-            f"import torch hung or crawled ({memory_facts(gpu_mem)})",
-            "check the board's NFS root and memory; retry once the page cache is warm",
-        ), False
+        torch = importlib.import_module("torch")
+    except ModuleNotFoundError as exc:
+        if exc.name != "torch":
+            raise
+        return None
     seconds = time.monotonic() - start
-    err = res.stderr.decode(errors="replace").strip().splitlines()
-    last = err[-1] if err else ""
-    if res.returncode == 0:
-        version = res.stdout.decode(errors="replace").strip()
-        words, nfs = nfs_cost(before, nfs_counters(counters))
-        if facts is not None:
-            facts["torch"] = {"version": version, "import_s": round(seconds, 2), "nfs": nfs}
-        return _stage("S12", "pass", f"torch {version} imported in {seconds:.1f} s, {words}"), True
-    if res.returncode == NO_TORCH_RC:
-        return _stage("S12", "skip", NO_TORCH), False
-    if res.returncode == -signal.SIGILL:
-        return _stage(
-            "S12",
-            "fail",
-            "python3 -c 'import torch' killed by SIGILL",
-            SIGILL_DIAGNOSIS,
-            SIGILL_REMEDY,
-        ), False
-    if res.returncode == -signal.SIGKILL or "MemoryError" in last:
-        how = "killed by SIGKILL (the OOM killer)" if res.returncode < 0 else last
-        return _stage(
-            "S12",
-            "fail",
-            f"python3 -c 'import torch': {how}",
-            f"out of memory importing torch: {memory_facts(gpu_mem)}",
-            "lower gpu_mem in the board's config.txt (128 leaves 896 MiB), stop other "
-            "services, or add swap",
-        ), False
-    if res.returncode < 0:
-        name = signal.Signals(-res.returncode).name
-        return _stage(
-            "S12",
-            "fail",
-            f"python3 -c 'import torch' killed by {name}",
-            f"torch crashed at import ({name})",
-            "rebuild or replace the image's torch",
-        ), False
-    return _stage(
-        "S12",
-        "fail",
-        f"python3 -c 'import torch' exited {res.returncode}: {last}",
-        "torch is installed but does not import",
-        "fix the image's torch",
-    ), False
+    version = str(torch.__version__)
+    words, nfs = nfs_cost(before, nfs_counters(counters))
+    facts["torch"] = {"version": version, "import_s": round(seconds, 2), "nfs": nfs}
+    return _stage("S12", "pass", f"torch {version} imported in {seconds:.1f} s, {words}")
 
 
 def _blocker(stages: list[Stage], ctx: Context, policy: str) -> tuple[str, str]:
@@ -251,29 +179,77 @@ def run_torch_stages(
     stages: list[Stage],
     op_kernels: dict[str, tuple[int, ...]],
     modules: list[tuple[str, str]],
-    python: str = sys.executable,
-    timeout_s: float = IMPORT_TIMEOUT_S,
+    limits: Limits = Limits(),
 ) -> list[Stage]:
-    """S12-S14 after S0-S11 (`stages`), under `policy` (auto or require)."""
-    s12, present = s12_import(python, timeout_s, ctx.gpu_mem, ctx.facts)
-    if not present:
+    """S12-S14 after S0-S11 (`stages`), under `policy` (auto or require), in one child."""
+    status, reason = _blocker(stages, ctx, policy)
+    start = time.monotonic()
+    before = nfs_counters(limits.counters)
+
+    def work(send: forked.Send) -> int:
+        s12 = s12_import(start, before, limits.counters, ctx.facts)
+        if s12 is None:
+            return NO_TORCH_RC
+        _send(send, s12, ctx.facts)
+        if not status:
+            for stage in operator_stages(ctx, op_kernels, modules):
+                _send(send, stage, ctx.facts)
+        return 0
+
+    child = forked.Child(work)
+    s12 = _receive(child, start + limits.import_s, ctx.facts)
+    if s12 is None:
+        s12 = s12_failed(child.end(), limits.import_s, ctx.gpu_mem)
         why = NO_TORCH if s12.status == "skip" else "blocked by S12 (fail)"
         return [s12, _stage("S13", "skip", why), _stage("S14", "skip", why)]
-    status, reason = _blocker(stages, ctx, policy)
     if status:
+        child.end()
         return [s12, _stage("S13", status, reason), _stage("S14", "skip", reason)]
+    deadline = time.monotonic() + limits.stages_s
+    s13 = _receive(child, deadline, ctx.facts)
+    if s13 is None:
+        s13 = died_after_import("S13", child.end(), limits.stages_s, ctx.gpu_mem)
+        return [s12, s13, _stage("S14", "skip", "blocked by S13 (fail)")]
+    s14 = _receive(child, deadline, ctx.facts)
+    if s14 is None:
+        s14 = died_after_import("S14", child.end(), limits.stages_s, ctx.gpu_mem)
+    child.end()
+    return [s12, s13, s14]
+
+
+def _send(send: forked.Send, stage: Stage, facts: dict[str, Any]) -> None:
+    """A stage and the torch facts as they stand, from the child to the parent."""
+    send({"stage": asdict(stage), "facts": {k: facts[k] for k in TORCH_FACTS if k in facts}})
+
+
+def _receive(child: forked.Child, deadline: float, facts: dict[str, Any]) -> Stage | None:
+    """The child's next stage, its facts merged into `facts`; None when the child ended first
+    or the deadline passed."""
+    message = child.receive(deadline)
+    if message is None:
+        return None
+    facts.update(message["facts"])
+    return Stage(**message["stage"])
+
+
+def operator_stages(
+    ctx: Context, op_kernels: dict[str, tuple[int, ...]], modules: list[tuple[str, str]]
+) -> Iterator[Stage]:
+    """In the child, after torch imported: S13, then S14 once the QPUs it opened are closed."""
     qpu = opsrun.QpuOps(ctx.platform, op_kernels, ctx.emulated)
     try:
         qpu.open()
     except opsrun.QpuError as exc:
         remedy = "`netroot smoke BOARD --qpu require` diagnoses the QPU"
-        skip = _stage("S14", "skip", "blocked by S13 (fail)")
-        return [s12, _stage("S13", "fail", str(exc), str(exc), remedy), skip]
+        yield _stage("S13", "fail", str(exc), str(exc), remedy)
+        yield _stage("S14", "skip", "blocked by S13 (fail)")
+        return
     library: object = None  # held until S14 has run: it keeps the operators registered
     try:
         s13, library = s13_accuracy(ctx, qpu, modules)
     except Exception as exc:  # a QPU hang, or a torch/netroot bug: report it, keep the document
         s13 = _failed("S13", exc)
+    yield s13
     try:
         s14 = s14_speed(ctx) if s13.status == "pass" else _stage("S14", "skip", "blocked by S13")
     except Exception as exc:
@@ -284,7 +260,7 @@ def run_torch_stages(
         status = "fail" if s14.status == "fail" else "warn"
         s14 = _stage("S14", status, s14.evidence, str(exc), "reboot the board")
     del library
-    return [s12, s13, s14]
+    yield s14
 
 
 def _failed(sid: str, exc: Exception) -> Stage:

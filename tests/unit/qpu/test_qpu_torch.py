@@ -8,13 +8,14 @@ torch. Every result here is EMULATED: the kernels' words ran on netroot's emulat
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from netroot.qpu import bundle, smoke, torch_smoke
+from netroot.qpu import bundle, smoke, torch_diagnoses, torch_smoke
 
 PYTHON = "/usr/bin/python3"
 
@@ -312,56 +313,130 @@ def test_unsupported_dtype_shape_and_device_get_one_line_errors(tmp_path: Path) 
         assert "expected input H x W and weight W" in str(errors[key])
 
 
-def _fake_python(tmp_path: Path, body: str) -> str:
-    path = tmp_path / "python3"
-    path.write_text("#!/bin/sh\n" + body + "\n")
-    path.chmod(0o755)
-    return str(path)
+def _stand_in(root: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> None:
+    """A scratch `torch` package under `root` whose import runs `body`, found first on sys.path:
+    the smoke's child imports it as it would Debian's (this process never does)."""
+    package = root / "torch"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(body + "\n")
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+
+
+def _no_qpu(gpu_mem: int = 0) -> smoke.Context:
+    """A context S0-S11 left without a VideoCore IV: under auto, S13 and S14 skip."""
+    from netroot.qpu.fake import FakeBoard
+
+    ctx = smoke.Context(FakeBoard("not_a_pi"), {}, 1, emulated=True, gpu_mem=gpu_mem)
+    ctx.facts["no_videocore"] = "no VideoCore IV on this board"
+    return ctx
+
+
+KILL = "import os, signal; os.kill(os.getpid(), signal.{})"
 
 
 @pytest.mark.parametrize(
     ("body", "status", "words"),
     [
-        ("kill -ILL $$", "fail", ["SIGILL", "ARMv8.1", "#132032", "python3-torch"]),
-        ("kill -KILL $$", "fail", ["OOM killer", "MemTotal", "gpu_mem 128 MiB"]),
-        ("echo 'MemoryError' >&2; exit 1", "fail", ["out of memory", "MemAvailable"]),
-        ("kill -SEGV $$", "fail", ["SIGSEGV"]),
-        ("exit 10", "skip", ["no torch in this image"]),
-        ("echo 1.13.0a0", "pass", ["torch 1.13.0a0 imported"]),
-        ("sleep 5", "fail", ["did not finish within 1 s"]),
+        (KILL.format("SIGILL"), "fail", ["SIGILL", "ARMv8.1", "#132032", "python3-torch"]),
+        (KILL.format("SIGKILL"), "fail", ["OOM killer", "MemTotal", "gpu_mem 128 MiB"]),
+        ("raise MemoryError", "fail", ["out of memory", "MemAvailable"]),
+        (KILL.format("SIGSEGV"), "fail", ["SIGSEGV"]),
+        (
+            "raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')",
+            "skip",
+            ["no torch in this image"],
+        ),
+        (
+            "import torch_needs_this",
+            "fail",
+            [
+                "exited 1: ModuleNotFoundError: No module named 'torch_needs_this'",
+                "does not import",
+            ],
+        ),
+        ("__version__ = '1.13.0a0'", "pass", ["torch 1.13.0a0 imported"]),
+        ("import time\ntime.sleep(5)", "fail", ["did not finish within 1 s"]),
     ],
 )
 def test_import_torch_failures_are_diagnosed_by_name(
-    tmp_path: Path, body: str, status: str, words: list[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str, status: str, words: list[str]
 ) -> None:
     # A real child process per case, killed by a real signal: what a bad torch does at import.
-    stage, present = torch_smoke.s12_import(_fake_python(tmp_path, body), 1, 128 << 20)
-    assert stage.status == status
-    assert present == (status == "pass")
-    text = " ".join((stage.evidence, stage.diagnosis, stage.remedy))
+    _stand_in(tmp_path, monkeypatch, body)
+    limits = torch_smoke.Limits(import_s=1)
+    s12, s13, s14 = torch_smoke.run_torch_stages(_no_qpu(128 << 20), "auto", [], {}, [], limits)
+    assert s12.status == status
+    text = " ".join((s12.evidence, s12.diagnosis, s12.remedy))
     for word in words:
         assert word in text
+    after = "no VideoCore IV on this board" if status == "pass" else "blocked by S12 (fail)"
+    after = torch_diagnoses.NO_TORCH if status == "skip" else after
+    assert (s13.status, s13.evidence, s14.status) == ("skip", after, "skip")
+    assert "torch" not in sys.modules  # the parent never imported it
 
 
 def test_no_torch_skips_the_operator_stages_and_require_fails_without_a_qpu(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from netroot.qpu.fake import FakeBoard
 
     ctx = smoke.Context(FakeBoard("not_a_pi"), {}, 1, emulated=True)
     blocked = [smoke.Stage("S0", "t", "skip", "x")]
-    missing = torch_smoke.run_torch_stages(ctx, "require", blocked, {}, [],
-                                           _fake_python(tmp_path, "exit 10"))  # fmt: skip
+    _stand_in(tmp_path / "none", monkeypatch, "raise ModuleNotFoundError('torch', name='torch')")
+    missing = torch_smoke.run_torch_stages(ctx, "require", blocked, {}, [])
     assert [(s.id, s.status) for s in missing] == [("S12", "skip"), ("S13", "skip"),
                                                   ("S14", "skip")]  # fmt: skip
-    assert all(s.evidence == torch_smoke.NO_TORCH for s in missing)
+    assert all(s.evidence == torch_diagnoses.NO_TORCH for s in missing)
     ctx.facts["no_videocore"] = "no VideoCore IV on this board"
-    present = _fake_python(tmp_path, "echo 1.13.0a0")
-    auto = torch_smoke.run_torch_stages(ctx, "auto", blocked, {}, [], present)
+    _stand_in(tmp_path / "present", monkeypatch, "__version__ = '1.13.0a0'")
+    auto = torch_smoke.run_torch_stages(ctx, "auto", blocked, {}, [])
     assert [s.status for s in auto] == ["pass", "skip", "skip"]
-    require = torch_smoke.run_torch_stages(ctx, "require", blocked, {}, [], present)
+    require = torch_smoke.run_torch_stages(ctx, "require", blocked, {}, [])
     assert [s.status for s in require] == ["pass", "fail", "skip"]
     assert "cannot run" in require[1].evidence
+
+
+COUNT_TORCH = """
+import os, sys
+class CountTorch:  # asked for torch once by each process that imports it
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch":
+            with open(os.environ["NETROOT_TEST_TORCH_IMPORTS"], "a") as marker:
+                marker.write(f"{os.getpid()}\\n")
+        return None
+sys.meta_path.insert(0, CountTorch())
+"""
+
+
+@needs_torch
+def test_the_smoke_program_imports_debians_torch_once_outside_its_own_process(
+    tmp_path: Path,
+) -> None:
+    # The whole emulate-mode program under /usr/bin/python3: S0-S11 on the fake board, then
+    # Debian's torch and S13 on the emulator, every import of torch counted by a
+    # sitecustomize (the smoke once carried two: S12's child and S13's own).
+    site, marker = tmp_path / "site", tmp_path / "torch-imports"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(COUNT_TORCH)
+    env = os.environ | {"PYTHONPATH": str(site), "NETROOT_TEST_TORCH_IMPORTS": str(marker)}
+    with subprocess.Popen(
+        [PYTHON, "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    ) as proc:
+        out, err = proc.communicate(bundle.build_program("emulate"), timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    stages = {s["id"]: s for s in json.loads(out)["stages"]}
+    assert [stages[i]["status"] for i in ("S12", "S13", "S14")] == ["pass", "pass", "skip"]
+    assert "torch 1.13" in stages["S12"]["evidence"]
+    assert "worst float32 case" in stages["S13"]["evidence"]
+    (importer,) = marker.read_text().split()
+    assert int(importer) != proc.pid
 
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples" / "torch-checks"
@@ -403,19 +478,21 @@ def test_a_qpu_that_puts_results_in_the_wrong_lanes_is_caught(tmp_path: Path) ->
     assert result == {"equal": False, "first": 45}  # lane 0 holds lane 15's 15 * 3
 
 
-def test_s13_fails_naming_why_when_the_qpu_cannot_be_opened(tmp_path: Path) -> None:
+def test_s13_fails_naming_why_when_the_qpu_cannot_be_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from netroot.qpu.fake import FakeBoard
 
     ctx = smoke.Context(FakeBoard("gpu_mem_small"), {}, 1, emulated=True)
     passed = [smoke.Stage("S0", "t", "pass", "x")]
     names = ("ew_fadd", "ew_fmul", "ew_add", "ew_imul", "matvec")
     kernels: dict[str, tuple[int, ...]] = {name: (0,) for name in names}
-    present = _fake_python(tmp_path, "echo 1.13.0a0")
-    stages = torch_smoke.run_torch_stages(ctx, "require", passed, kernels, [], present)
+    _stand_in(tmp_path, monkeypatch, "__version__ = '1.13.0a0'")
+    stages = torch_smoke.run_torch_stages(ctx, "require", passed, kernels, [])
     assert [s.status for s in stages] == ["pass", "fail", "skip"]
     assert "could not allocate 4 MiB of GPU memory" in stages[1].evidence
     failed = [smoke.Stage("S8", "t", "fail", "wrong lanes")]
-    blocked = torch_smoke.run_torch_stages(ctx, "auto", failed, kernels, [], present)
+    blocked = torch_smoke.run_torch_stages(ctx, "auto", failed, kernels, [])
     assert [s.status for s in blocked] == ["pass", "fail", "skip"]
     assert blocked[1].evidence == "the torch operators cannot run: blocked by S8 (fail)"
 
@@ -456,7 +533,9 @@ def _bumped(text: str, rpc: int, **ops: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_s12_counts_the_nfs_operations_the_import_cost(tmp_path: Path) -> None:
+def test_s12_counts_the_nfs_operations_the_import_cost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The child (the import) moves the board's counters from one real read to another, as the
     # NFS client does while torch's files are opened: S12 reports the difference, less the
     # session's SEQUENCE pings, in its line and in the facts --json keeps.
@@ -466,20 +545,194 @@ def test_s12_counts_the_nfs_operations_the_import_cost(tmp_path: Path) -> None:
     after = tmp_path / "after"
     # SEQUENCE the most, as an idle session's pings can be: counted in calls, never as work
     after.write_text(_bumped(fixture.read_text(), 950, open=200, close=200, read=250, sequence=300))
-    python = _fake_python(tmp_path, f"cp {after} {counters}; echo 1.13.0a0")
-    facts: dict[str, object] = {}
-    stage, present = torch_smoke.s12_import(python, 10, 128 << 20, facts, str(counters))
-    assert present and stage.status == "pass"
+    _stand_in(tmp_path / "site", monkeypatch,
+              f"import shutil\nshutil.copy({str(after)!r}, {str(counters)!r})\n"
+              "__version__ = '1.13.0a0'")  # fmt: skip
+    ctx = _no_qpu(128 << 20)
+    limits = torch_smoke.Limits(import_s=10, counters=str(counters))
+    stage = torch_smoke.run_torch_stages(ctx, "auto", [], {}, [], limits)[0]
+    assert stage.status == "pass"
     assert "650 NFS operations (250 read, 200 close, 200 open)" in stage.evidence
-    torch = facts["torch"]
+    torch = ctx.facts["torch"]
     assert isinstance(torch, dict) and torch["version"] == "1.13.0a0"
     assert torch["nfs"]["calls"] == 950 and torch["nfs"]["work"] == 650
 
 
-def test_s12_says_when_there_is_no_nfs_client_to_count(tmp_path: Path) -> None:
-    facts: dict[str, object] = {}
-    missing = str(tmp_path / "no-such-file")
-    stage, _ = torch_smoke.s12_import(_fake_python(tmp_path, "echo 2.0"), 10, 0, facts, missing)
+def test_s12_says_when_there_is_no_nfs_client_to_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _stand_in(tmp_path, monkeypatch, "__version__ = '2.0'")
+    ctx = _no_qpu()
+    limits = torch_smoke.Limits(import_s=10, counters=str(tmp_path / "no-such-file"))
+    stage = torch_smoke.run_torch_stages(ctx, "auto", [], {}, [], limits)[0]
     assert stage.status == "pass" and "NFS operations not counted" in stage.evidence
-    torch = facts["torch"]
+    torch = ctx.facts["torch"]
     assert isinstance(torch, dict) and (torch["version"], torch["nfs"]) == ("2.0", None)
+
+
+# Stand-ins for torchops and torchcheck, carried as the smoke carries the real ones: the child
+# loads them after its import. HOOK_REGISTER, HOOK_ACCURACY and HOOK_SPEED are where a test makes
+# the child die or hang in S13 (register, accuracy) or S14 (speed).
+FAKE_OPS = """
+import os, signal, time
+def register(qpu):
+    with open(NOTES, "a") as notes:
+        notes.write(f"register {os.getpid()} {qpu.handle}\\n")
+    HOOK_REGISTER
+    return object()
+"""
+FAKE_CHECK = """
+import os, signal, time
+class Case:
+    def __init__(self, dtype, ratio):
+        self.op, self.dtype, self.shape, self.layout = "add", dtype, (16,), "contiguous"
+        self.bound_ratio, self.ok = ratio, True
+    def notes(self):
+        return []
+    def describe(self):
+        return f"add {self.dtype} 16: {self.bound_ratio:.2f} of the bound"
+def accuracy():
+    HOOK_ACCURACY
+    return [Case("float32", 0.5), Case("int32", 0.0)]
+class Speed:
+    height, width, qpu_s, cpu_s = 100, 10, 0.002, 0.001
+def speed():
+    HOOK_SPEED
+    return [Speed()]
+def break_even(results):
+    return None
+"""
+DIE = "os.kill(os.getpid(), signal.{})"  # the stand-ins import os and signal
+PIDS = "import os\nwith open(MARKER, 'a') as marker:\n    marker.write(f'{os.getpid()}\\n')\n"
+
+
+def _operator_run(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    hooks: dict[str, str],
+    emulated: bool = True,
+    limits: torch_smoke.Limits | None = None,
+) -> tuple[list[smoke.Stage], smoke.Context, Path]:
+    """S12-S14 after S0-S11 passed on a healthy fake board, torch a stand-in that writes its
+    importer's pid to a marker, and the operator modules stand-ins with `hooks` filled in."""
+    from netroot.qpu import opkernels
+    from netroot.qpu.fake import FakeBoard
+
+    marker, notes = tmp_path / "torch-imports", tmp_path / "notes"
+    _stand_in(tmp_path / "site", monkeypatch, PIDS.replace("MARKER", repr(str(marker))) +
+              "__version__ = '1.13.1'")  # fmt: skip
+    ops, check = FAKE_OPS.replace("NOTES", repr(str(notes))), FAKE_CHECK
+    for hook in ("HOOK_REGISTER", "HOOK_ACCURACY", "HOOK_SPEED"):
+        ops = ops.replace(hook, hooks.get(hook, "pass"))
+        check = check.replace(hook, hooks.get(hook, "pass"))
+    modules = [("netroot.qpu.torchops", ops), ("netroot.qpu.torchcheck", check)]
+    kernels = {k.name: k.words for k in opkernels.op_kernels().values()}
+    ctx = smoke.Context(FakeBoard("healthy"), {}, 1, emulated=emulated, gpu_mem=64 << 20)
+    passed = [smoke.Stage(f"S{i}", "t", "pass", "x") for i in range(12)]
+    stages = torch_smoke.run_torch_stages(ctx, "require", passed, kernels, modules,
+                                          limits or torch_smoke.Limits(import_s=30))  # fmt: skip
+    return stages, ctx, tmp_path
+
+
+def test_torch_is_imported_once_in_a_child_that_runs_s13_and_s14(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (s12, s13, s14), ctx, scratch = _operator_run(tmp_path, monkeypatch, {}, emulated=False)
+    assert [s.status for s in (s12, s13, s14)] == ["pass", "pass", "pass"], (s12, s13, s14)
+    (importer,) = (scratch / "torch-imports").read_text().split()  # one import, one process
+    assert int(importer) != os.getpid() and "torch" not in sys.modules
+    # the operators were registered in that process, on QPUs it opened (a handle of its own)
+    (register,) = (scratch / "notes").read_text().splitlines()
+    pid, handle = register.split()[1:]
+    assert pid == importer and int(handle) != 0
+    assert s13.evidence.startswith("2 cases on 0 executes: int32 add/mul exact (1 cases); ")
+    assert s14.evidence == "100x10: QPU 2.00 ms, CPU 1.00 ms; the QPU was not faster at any " \
+        "measured size"  # fmt: skip
+    # what S12 and S13 added to the child's facts came back with them
+    torch = ctx.facts["torch"]
+    assert (torch["version"], len(torch["cases"])) == ("1.13.1", 2)
+    assert torch["import_s"] > 0 and ctx.facts["torch_worst_bound_ratio"] == 0.5
+
+
+def test_a_sigill_mid_import_fails_s12_and_blocks_the_operators(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # torch/__init__.py imports its native part, which dies as an ARMv8.1 build does on an A53
+    _stand_in(tmp_path, monkeypatch, "from torch import _C\n__version__ = '2.4.0'")
+    (tmp_path / "torch" / "_C.py").write_text(KILL.format("SIGILL") + "\n")
+    from netroot.qpu.fake import FakeBoard
+
+    ctx = smoke.Context(FakeBoard("healthy"), {}, 1)
+    passed = [smoke.Stage(f"S{i}", "t", "pass", "x") for i in range(12)]
+    s12, s13, s14 = torch_smoke.run_torch_stages(ctx, "require", passed, {}, [])
+    assert (s12.status, s12.evidence) == ("fail", "python3 -c 'import torch' killed by SIGILL")
+    assert s12.diagnosis == torch_diagnoses.SIGILL_DIAGNOSIS
+    assert [(s.status, s.evidence) for s in (s13, s14)] == [("skip", "blocked by S12 (fail)")] * 2
+    assert "torch" not in ctx.facts and "torch" not in sys.modules
+
+
+@pytest.mark.parametrize(
+    ("hooks", "evidence", "words"),
+    [
+        ({"HOOK_REGISTER": DIE.format("SIGSEGV")},
+         "the child process that imported torch died in S13: killed by SIGSEGV",
+         ["S13 crashed the process after `import torch` passed", "reboot the board"]),
+        ({"HOOK_ACCURACY": DIE.format("SIGKILL")},
+         "the child process that imported torch died in S13: killed by SIGKILL (the OOM killer)",
+         ["out of memory in S13: MemTotal", "gpu_mem 64 MiB", "add swap"]),
+        ({"HOOK_ACCURACY": DIE.format("SIGILL")},
+         "the child process that imported torch died in S13: killed by SIGILL",
+         ["an instruction a Pi 3B's Cortex-A53", "python3-torch"]),
+        ({"HOOK_ACCURACY": "print('QPU state lost', flush=True); os._exit(3)"},
+         "the child process that imported torch died in S13: exited 3: QPU state lost",
+         ["report this as a bug"]),
+    ],
+)  # fmt: skip
+def test_a_child_that_dies_in_s13_fails_s13_and_keeps_s12(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    hooks: dict[str, str],
+    evidence: str,
+    words: list[str],
+) -> None:
+    (s12, s13, s14), ctx, _ = _operator_run(tmp_path, monkeypatch, hooks)
+    assert s12.status == "pass" and s12.evidence.startswith("torch 1.13.1 imported in ")
+    assert ctx.facts["torch"]["version"] == "1.13.1"  # S12's facts arrived before the death
+    assert (s13.status, s13.evidence) == ("fail", evidence)
+    for word in words:
+        assert word in s13.diagnosis + " " + s13.remedy, s13
+    assert (s14.status, s14.evidence) == ("skip", "blocked by S13 (fail)")
+
+
+def test_a_child_that_dies_in_s14_keeps_s13s_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hooks = {"HOOK_SPEED": DIE.format("SIGBUS")}
+    (s12, s13, s14), ctx, _ = _operator_run(tmp_path, monkeypatch, hooks, emulated=False)
+    assert (s12.status, s13.status) == ("pass", "pass")
+    assert len(ctx.facts["torch"]["cases"]) == 2
+    assert (s14.status, s14.evidence) == (
+        "fail",
+        "the child process that imported torch died in S14: killed by SIGBUS",
+    )
+
+
+def test_a_child_that_hangs_after_the_import_is_killed_at_the_stages_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Hangs for a minute, far past the 1 s limit: the smoke goes on, the child does not.
+    hooks = {"HOOK_ACCURACY": "open(NOTES, 'a').write(f'hang {os.getpid()}\\n'); time.sleep(60)"}
+    hooks = {k: v.replace("NOTES", repr(str(tmp_path / "notes"))) for k, v in hooks.items()}
+    limits = torch_smoke.Limits(import_s=30, stages_s=1)
+    (s12, s13, s14), _, scratch = _operator_run(tmp_path, monkeypatch, hooks, limits=limits)
+    assert s12.status == "pass"
+    assert (s13.status, s13.evidence) == (
+        "fail",
+        "S13 and S14 did not finish within 1 s of `import torch`: the child process was killed "
+        "in S13",
+    )
+    assert "hung" in s13.diagnosis and "reboot the board" in s13.remedy
+    assert (s14.status, s14.evidence) == ("skip", "blocked by S13 (fail)")
+    hung = int((scratch / "notes").read_text().split()[-1])
+    with pytest.raises(ProcessLookupError):  # killed and reaped: not even a zombie
+        os.kill(hung, 0)
