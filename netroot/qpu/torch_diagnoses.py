@@ -60,7 +60,7 @@ def s12_failed(ending: forked.Ending, timeout_s: float, gpu_mem: int) -> Stage:
         return _stage(
             "S12",
             "fail",
-            "python3 -c 'import torch' killed by SIGILL",
+            "`import torch` (the smoke's torch child) killed by SIGILL",
             SIGILL_DIAGNOSIS,
             SIGILL_REMEDY,
         )
@@ -69,7 +69,7 @@ def s12_failed(ending: forked.Ending, timeout_s: float, gpu_mem: int) -> Stage:
         return _stage(
             "S12",
             "fail",
-            f"python3 -c 'import torch': {how}",
+            f"`import torch` (the smoke's torch child): {how}",
             f"out of memory importing torch: {memory_facts(gpu_mem)}",
             OOM_REMEDY,
         )
@@ -78,14 +78,14 @@ def s12_failed(ending: forked.Ending, timeout_s: float, gpu_mem: int) -> Stage:
         return _stage(
             "S12",
             "fail",
-            f"python3 -c 'import torch' killed by {name}",
+            f"`import torch` (the smoke's torch child) killed by {name}",
             f"torch crashed at import ({name})",
             "rebuild or replace the image's torch",
         )
     return _stage(
         "S12",
         "fail",
-        f"python3 -c 'import torch' exited {rc}: {last}",
+        f"`import torch` (the smoke's torch child) exited {rc}: {last}",
         "torch is installed but does not import",
         "fix the image's torch",
     )
